@@ -1,0 +1,92 @@
+"""statevcs: git for agent state — content-addressed, deduplicated, branchable history.
+
+>>> import statevcs
+>>> repo = statevcs.Repo.init("memory://")
+>>> state = {"messages": [{"role": "user", "content": "hi"}], "counter": 1}
+>>> first = repo.commit(state, message="turn 1")
+>>> state["counter"] = 2
+>>> _ = repo.commit(state, message="turn 2")
+>>> _ = repo.checkout(state, "main~1")
+>>> state["counter"]
+1
+"""
+
+from .adapters import Adapter, register_adapter, transient, transient_clear, transient_keys
+from .diff import MessageChange, MessagesDiff, SnapshotDiff, ValueChange
+from .errors import (
+    AmbiguousRevision,
+    CorruptObject,
+    DetachedHead,
+    GitMirrorError,
+    InvalidRefName,
+    InvalidRevision,
+    MergeConflict,
+    MissingObject,
+    ObjectError,
+    RefConflict,
+    RefError,
+    RefExists,
+    RefNotFound,
+    RepositoryError,
+    RepositoryExists,
+    RepositoryNotFound,
+    RevisionError,
+    SerializationError,
+    StateVCSError,
+    StoreError,
+    UnknownRevision,
+    UnsupportedObject,
+    UntrustedPayload,
+)
+from .repo import Commit, FsckReport, GCReport, ReflogRecord, Repo, RepoStats
+from .serializers import JSONSerializer, MsgpackSerializer, PickleSerializer, StateSerializer
+from .snapshot import Snapshot
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Adapter",
+    "AmbiguousRevision",
+    "Commit",
+    "CorruptObject",
+    "DetachedHead",
+    "FsckReport",
+    "GCReport",
+    "GitMirrorError",
+    "InvalidRefName",
+    "InvalidRevision",
+    "JSONSerializer",
+    "MergeConflict",
+    "MessageChange",
+    "MessagesDiff",
+    "MissingObject",
+    "MsgpackSerializer",
+    "ObjectError",
+    "PickleSerializer",
+    "RefConflict",
+    "RefError",
+    "RefExists",
+    "RefNotFound",
+    "ReflogRecord",
+    "Repo",
+    "RepoStats",
+    "RepositoryError",
+    "RepositoryExists",
+    "RepositoryNotFound",
+    "RevisionError",
+    "SerializationError",
+    "Snapshot",
+    "SnapshotDiff",
+    "StateSerializer",
+    "StateVCSError",
+    "StoreError",
+    "UnknownRevision",
+    "UnsupportedObject",
+    "UntrustedPayload",
+    "ValueChange",
+    "__version__",
+    "register_adapter",
+    "transient",
+    "transient_clear",
+    "transient_keys",
+]

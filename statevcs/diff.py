@@ -1,0 +1,233 @@
+"""Structural diffs of two snapshots: messages by position, state and extras by key.
+
+The message diff walks both prolly trees and skips equal, aligned subtrees, so its cost follows
+the size of the difference, not the length of the conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .hashing import ObjectId
+from .objectdb import ObjectDB
+from .objects import Doc
+from .serializers import StateSerializer, serializer_for
+from .snapshot import load_snapshot_object, read_values
+from .structures import prolly
+from .structures.maps import read_map
+
+ChangeKind = Literal["added", "removed", "changed"]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageChange:
+    """A message added, removed or changed at ``index``."""
+
+    index: int
+    kind: ChangeKind
+    old: Any
+    new: Any
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesDiff:
+    """How two conversations differ, position by position."""
+
+    common_prefix: int
+    old_length: int
+    new_length: int
+    changes: tuple[MessageChange, ...]
+
+    @property
+    def added(self) -> list[MessageChange]:
+        """Messages present only in the new conversation."""
+        return [c for c in self.changes if c.kind == "added"]
+
+    @property
+    def removed(self) -> list[MessageChange]:
+        """Messages present only in the old conversation."""
+        return [c for c in self.changes if c.kind == "removed"]
+
+    @property
+    def changed(self) -> list[MessageChange]:
+        """Positions whose message differs."""
+        return [c for c in self.changes if c.kind == "changed"]
+
+
+@dataclass(frozen=True, slots=True)
+class ValueChange:
+    """A state or extras key added, removed or changed (``old`` -> ``new``)."""
+
+    key: str
+    kind: ChangeKind
+    old: Any
+    new: Any
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotDiff:
+    """The structural difference between two snapshots."""
+
+    old: str
+    new: str
+    old_kind: str
+    new_kind: str
+    messages: MessagesDiff
+    state: tuple[ValueChange, ...]
+    extras: tuple[ValueChange, ...]
+    nodes_visited: int
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether the two snapshots are identical."""
+        return (
+            self.old_kind == self.new_kind
+            and not self.messages.changes
+            and not self.state
+            and not self.extras
+        )
+
+    def __str__(self) -> str:
+        return render(self)
+
+
+def _preview(message: Any, width: int = 60) -> str:
+    if isinstance(message, dict):
+        role = message.get("role", "?")
+        content = message.get("content", "")
+        if isinstance(content, list):
+            parts = []
+            for block in content:
+                if isinstance(block, dict):
+                    if "text" in block:
+                        parts.append(str(block["text"]))
+                    else:
+                        parts.append(f"[{next(iter(block), 'block')}]")
+            content = " ".join(parts)
+        text = " ".join(str(content).split())
+        if len(text) > width:
+            text = text[: width - 1] + "…"
+        return f"{role}: {text}"
+    return repr(message)[:width]
+
+
+def _short(value: Any, width: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render(diff: SnapshotDiff) -> str:
+    """Render a diff as readable text (what ``str(diff)`` and the CLI print)."""
+    lines = [f"diff {diff.old[:12]} {diff.new[:12]}"]
+    if diff.old_kind != diff.new_kind:
+        lines.append(f"kind: {diff.old_kind} -> {diff.new_kind}")
+    m = diff.messages
+    lines.append(
+        f"messages: {m.old_length} -> {m.new_length} (common prefix {m.common_prefix}; "
+        f"+{len(m.added)} -{len(m.removed)} ~{len(m.changed)})"
+    )
+    signs = {"added": "+", "removed": "-", "changed": "~"}
+    for change in m.changes:
+        shown = change.new if change.kind != "removed" else change.old
+        lines.append(f"  {signs[change.kind]} [{change.index}] {_preview(shown)}")
+    for title, changes in (("state", diff.state), ("extras", diff.extras)):
+        if changes:
+            lines.append(f"{title}:")
+        for c in changes:
+            if c.kind == "added":
+                lines.append(f"  + {c.key} = {_short(c.new)}")
+            elif c.kind == "removed":
+                lines.append(f"  - {c.key} (was {_short(c.old)})")
+            else:
+                lines.append(f"  ~ {c.key}: {_short(c.old)} -> {_short(c.new)}")
+    if diff.is_empty:
+        lines.append("(no differences)")
+    return "\n".join(lines)
+
+
+def _map_changes(
+    old: dict[str, ObjectId],
+    new: dict[str, ObjectId],
+    decode_old: Callable[[dict[str, ObjectId]], dict[str, Any]],
+    decode_new: Callable[[dict[str, ObjectId]], dict[str, Any]],
+) -> tuple[ValueChange, ...]:
+    keys = sorted(set(old) | set(new))
+    differing = [k for k in keys if old.get(k) != new.get(k)]
+    old_values = decode_old({k: old[k] for k in differing if k in old})
+    new_values = decode_new({k: new[k] for k in differing if k in new})
+    changes = []
+    for key in differing:
+        if key not in old:
+            changes.append(ValueChange(key, "added", None, new_values[key]))
+        elif key not in new:
+            changes.append(ValueChange(key, "removed", old_values[key], None))
+        else:
+            changes.append(ValueChange(key, "changed", old_values[key], new_values[key]))
+    return tuple(changes)
+
+
+def diff_snapshots(
+    db: ObjectDB,
+    old_id: ObjectId,
+    new_id: ObjectId,
+    serializer: StateSerializer,
+    *,
+    old_label: str = "",
+    new_label: str = "",
+) -> SnapshotDiff:
+    """Compare two stored snapshots structurally."""
+    old = load_snapshot_object(db, old_id)
+    new = load_snapshot_object(db, new_id)
+    list_diff = prolly.diff(db, old.messages, new.messages)
+    wanted = {i for c in list_diff.changes for i in (c.old, c.new) if i is not None}
+    docs = db.load_values(wanted)
+
+    def value(object_id: ObjectId | None) -> Any:
+        if object_id is None:
+            return None
+        doc = docs[object_id]
+        return doc.value if isinstance(doc, Doc) else doc.data
+
+    changes = []
+    for c in list_diff.changes:
+        kind: ChangeKind = "changed" if c.old and c.new else ("added" if c.new else "removed")
+        changes.append(MessageChange(c.index, kind, value(c.old), value(c.new)))
+    messages = MessagesDiff(
+        list_diff.common_prefix, list_diff.old_length, list_diff.new_length, tuple(changes)
+    )
+    old_codec = serializer_for(old.state_codec, serializer)
+    new_codec = serializer_for(new.state_codec, serializer)
+    state = _map_changes(
+        read_map(db, old.state),
+        read_map(db, new.state),
+        lambda entries: read_values(db, entries, old_codec),
+        lambda entries: read_values(db, entries, new_codec),
+    )
+    extras = _map_changes(
+        read_map(db, old.extras),
+        read_map(db, new.extras),
+        lambda entries: read_values(db, entries, None),
+        lambda entries: read_values(db, entries, None),
+    )
+    return SnapshotDiff(
+        old_label or old_id.hex(),
+        new_label or new_id.hex(),
+        old.kind,
+        new.kind,
+        messages,
+        state,
+        extras,
+        list_diff.nodes_visited,
+    )
+
+
+__all__ = [
+    "MessageChange",
+    "MessagesDiff",
+    "SnapshotDiff",
+    "ValueChange",
+    "diff_snapshots",
+    "render",
+]

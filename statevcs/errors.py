@@ -1,0 +1,189 @@
+"""The statevcs exception tree: every public failure is a :class:`StateVCSError`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class StateVCSError(Exception):
+    """Base class of every error statevcs raises on purpose."""
+
+
+# --- repository ---------------------------------------------------------------
+
+
+class RepositoryError(StateVCSError):
+    """A repository could not be created, opened or used."""
+
+
+class RepositoryNotFound(RepositoryError):
+    """No statevcs repository exists at the given location."""
+
+
+class RepositoryExists(RepositoryError):
+    """``Repo.init`` was asked to create a repository where one already exists."""
+
+
+class StoreError(StateVCSError):
+    """A storage backend failed (I/O error, unreachable server, locked database)."""
+
+
+# --- objects ------------------------------------------------------------------
+
+
+class ObjectError(StateVCSError):
+    """Base class for problems with stored objects."""
+
+
+class MissingObject(ObjectError):
+    """An object id is referenced but the object is not in the store."""
+
+    def __init__(self, object_id: str, context: str = "") -> None:
+        self.object_id = object_id
+        where = f" ({context})" if context else ""
+        super().__init__(
+            f"object {object_id} is missing from the store{where}; "
+            "run `statevcs fsck` to list damage and restore the object from a backup or mirror"
+        )
+
+
+class CorruptObject(ObjectError):
+    """Stored bytes do not decode to a valid object, or do not hash to their id."""
+
+    def __init__(self, object_id: str, reason: str) -> None:
+        self.object_id = object_id
+        self.reason = reason
+        super().__init__(
+            f"object {object_id} is corrupt: {reason}; "
+            "run `statevcs fsck` and restore the object from a backup or git mirror"
+        )
+
+
+# --- values -------------------------------------------------------------------
+
+
+class SerializationError(StateVCSError):
+    """A value cannot be serialized or deserialized by the configured serializer."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(message)
+
+
+class UntrustedPayload(SerializationError):
+    """A pickle payload is unsigned or its signature does not match the key."""
+
+
+# --- refs and revisions ---------------------------------------------------------
+
+
+class RefError(StateVCSError):
+    """Base class for ref (branch, tag, HEAD) problems."""
+
+
+class InvalidRefName(RefError):
+    """A branch or tag name breaks git's ref-name rules."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.reason = reason
+        super().__init__(
+            f"invalid ref name {name!r}: {reason}; "
+            "use letters, digits, '-', '_', '.' and '/' (see `git check-ref-format`)"
+        )
+
+
+class RefNotFound(RefError):
+    """A named branch or tag does not exist."""
+
+
+class RefExists(RefError):
+    """A branch or tag with that name already exists."""
+
+
+class RefConflict(RefError):
+    """Another writer moved a ref since the caller read it (compare-and-swap failed)."""
+
+    def __init__(self, ref: str, expected: str | None, actual: str | None) -> None:
+        self.ref = ref
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"ref {ref} moved concurrently: expected {expected or '(none)'}, "
+            f"found {actual or '(none)'}; re-read the ref (or check out again) and retry"
+        )
+
+
+class DetachedHead(RefError):
+    """A commit was attempted while detached from any branch."""
+
+
+class RevisionError(StateVCSError):
+    """Base class for revision-expression problems."""
+
+
+class InvalidRevision(RevisionError):
+    """A revision expression is syntactically invalid."""
+
+
+class UnknownRevision(RevisionError):
+    """A revision expression names nothing in this repository."""
+
+
+class AmbiguousRevision(RevisionError):
+    """A revision expression matches more than one object or ref."""
+
+    def __init__(self, revision: str, candidates: Iterable[str]) -> None:
+        self.revision = revision
+        self.candidates = sorted(candidates)
+        listing = ", ".join(self.candidates)
+        super().__init__(
+            f"revision {revision!r} is ambiguous; candidates: {listing}. "
+            "Use a longer hash prefix or a full ref name (refs/heads/..., refs/tags/...)"
+        )
+
+
+# --- adapters and merges ------------------------------------------------------
+
+
+class UnsupportedObject(StateVCSError):
+    """No adapter knows how to capture or restore this kind of object."""
+
+
+class MergeConflict(StateVCSError):
+    """A merge changed the same state keys differently on both sides."""
+
+    def __init__(self, message: str, keys: Iterable[str] = ()) -> None:
+        self.keys = sorted(keys)
+        super().__init__(message)
+
+
+class GitMirrorError(StateVCSError):
+    """Exporting to, importing from or pushing a git mirror failed."""
+
+
+__all__ = [
+    "AmbiguousRevision",
+    "CorruptObject",
+    "DetachedHead",
+    "GitMirrorError",
+    "InvalidRefName",
+    "InvalidRevision",
+    "MergeConflict",
+    "MissingObject",
+    "ObjectError",
+    "RefConflict",
+    "RefError",
+    "RefExists",
+    "RefNotFound",
+    "RepositoryError",
+    "RepositoryExists",
+    "RepositoryNotFound",
+    "RevisionError",
+    "SerializationError",
+    "StateVCSError",
+    "StoreError",
+    "UnknownRevision",
+    "UnsupportedObject",
+    "UntrustedPayload",
+]

@@ -1,0 +1,123 @@
+"""A caching, verifying view of a store's objects, used by the snapshot and repo layers.
+
+It decodes and hash-checks what it reads, keeps recently used structural nodes decoded, keeps
+recent small documents as bytes (so every restore decodes fresh, unshared dicts), and remembers
+which ids are known to be stored, so a commit sends only objects the store does not have yet.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+
+from .errors import CorruptObject, MissingObject
+from .hashing import ObjectId, to_hex
+from .objects import Blob, Chunked, Doc, StoredObject, decode
+from .stores.base import Store
+
+_NODE_CACHE = 200_000
+_BYTES_CACHE = 64 * 1024 * 1024
+_KNOWN_LIMIT = 4_000_000
+
+
+class ObjectDB:
+    """Reads and writes objects of one store with caching and integrity checks."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._nodes: OrderedDict[ObjectId, StoredObject] = OrderedDict()
+        self._bytes: OrderedDict[ObjectId, bytes] = OrderedDict()
+        self._bytes_size = 0
+        self.known: set[ObjectId] = set()
+
+    # --- reading --------------------------------------------------------------
+
+    def load(self, object_id: ObjectId) -> StoredObject:
+        """Return the decoded object ``object_id`` (``MissingObject`` if absent)."""
+        cached = self._nodes.get(object_id)
+        if cached is not None:
+            self._nodes.move_to_end(object_id)
+            return cached
+        return self.load_many([object_id])[object_id]
+
+    def load_many(self, ids: Iterable[ObjectId]) -> dict[ObjectId, StoredObject]:
+        """Return every named object, reading the uncached ones in one batch."""
+        result: dict[ObjectId, StoredObject] = {}
+        wanted: list[ObjectId] = []
+        for object_id in ids:
+            cached = self._nodes.get(object_id)
+            if cached is not None:
+                result[object_id] = cached
+            elif object_id in self._bytes:
+                result[object_id] = decode(object_id, self._bytes[object_id], check_hash=False)
+            else:
+                wanted.append(object_id)
+        if wanted:
+            found = self.store.get_many(wanted)
+            for object_id in wanted:
+                data = found.get(object_id)
+                if data is None:
+                    raise MissingObject(to_hex(object_id))
+                obj = decode(object_id, data)
+                result[object_id] = obj
+                self._remember(object_id, obj, data)
+        return result
+
+    def load_values(self, ids: Iterable[ObjectId]) -> dict[ObjectId, Doc | Blob]:
+        """Return documents or blobs, reassembling chunked ones."""
+        loaded = self.load_many(ids)
+        values: dict[ObjectId, Doc | Blob] = {}
+        for object_id, obj in loaded.items():
+            if isinstance(obj, Chunked):
+                obj = self._reassemble(object_id, obj)
+            if not isinstance(obj, (Doc, Blob)):
+                raise CorruptObject(
+                    to_hex(object_id), f"expected a document or blob, found {type(obj).__name__}"
+                )
+            values[object_id] = obj
+        return values
+
+    def _reassemble(self, object_id: ObjectId, chunked: Chunked) -> StoredObject:
+        parts = self.load_many(chunked.chunks)
+        data = b"".join(
+            part.data if isinstance(part, Blob) else b"" for part in (parts[c] for c in chunked.chunks)
+        )
+        if len(data) != chunked.size:
+            raise CorruptObject(to_hex(object_id), "its chunks do not add up to its size")
+        # Integrity is transitive: the chunked id covers chunk ids, which cover chunk bytes.
+        return decode(object_id, data, check_hash=False)
+
+    def _remember(self, object_id: ObjectId, obj: StoredObject, data: bytes) -> None:
+        self.known.add(object_id)
+        if isinstance(obj, (Doc, Blob)):
+            if len(data) > 1024 * 1024:
+                return
+            self._bytes[object_id] = data
+            self._bytes_size += len(data)
+            while self._bytes_size > _BYTES_CACHE:
+                _, old = self._bytes.popitem(last=False)
+                self._bytes_size -= len(old)
+        else:
+            self._nodes[object_id] = obj
+            if len(self._nodes) > _NODE_CACHE:
+                self._nodes.popitem(last=False)
+
+    # --- writing --------------------------------------------------------------
+
+    def unknown(self, objects: Mapping[ObjectId, bytes]) -> dict[ObjectId, bytes]:
+        """Return the subset of ``objects`` not known to be stored already."""
+        known = self.known
+        return {k: v for k, v in objects.items() if k not in known}
+
+    def mark_stored(self, ids: Iterable[ObjectId]) -> None:
+        """Record that ``ids`` are now in the store."""
+        if len(self.known) > _KNOWN_LIMIT:
+            self.known.clear()
+        self.known.update(ids)
+
+    def forget(self) -> None:
+        """Drop every cache (after garbage collection deleted objects)."""
+        self._nodes.clear()
+        self._bytes.clear()
+        self._bytes_size = 0
+        self.known.clear()

@@ -1,0 +1,295 @@
+"""Immutable object kinds and their canonical msgpack encoding.
+
+Every stored thing is a msgpack array ``[kind, *fields]`` whose id is the blake3-256 digest of
+those bytes. Structural objects (lists, maps, snapshots, commits) are encoded canonically: maps
+by sorted keys, no floats in structural fields. ``doc`` objects hold one msgpack-native document
+(a message or an extras value) in its own key order, so a restored message is exactly the one
+that was committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import msgpack
+
+from .errors import CorruptObject
+from .hashing import ID_SIZE, ObjectId, hash_bytes, to_hex
+
+KIND_BLOB = "blob"
+KIND_DOC = "doc"
+KIND_CHUNKED = "chunked"
+KIND_LIST = "list"
+KIND_MAP = "map"
+KIND_SNAPSHOT = "snapshot"
+KIND_COMMIT = "commit"
+
+SNAPSHOT_FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Blob:
+    """Raw bytes of one serialized value (a state value, or one chunk of a large object)."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    """One msgpack-native document: a conversation message or an extras value."""
+
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Chunked:
+    """A large object cut by content-defined chunking; its chunks concatenate to its encoding."""
+
+    size: int
+    chunks: tuple[ObjectId, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListNode:
+    """A node of a prolly list: leaf entries are item ids, inner entries are child node ids."""
+
+    level: int
+    ids: tuple[ObjectId, ...]
+    counts: tuple[int, ...] = ()
+
+    @property
+    def total(self) -> int:
+        """Number of items (leaf entries) below this node."""
+        return len(self.ids) if self.level == 0 else sum(self.counts)
+
+
+@dataclass(frozen=True, slots=True)
+class MapNode:
+    """Sorted ``key -> object id`` pairs (agent state, extras)."""
+
+    keys: tuple[str, ...]
+    ids: tuple[ObjectId, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotObject:
+    """A snapshot: the roots of its messages list, state map and extras map."""
+
+    kind: str
+    messages: ObjectId
+    state: ObjectId
+    extras: ObjectId
+    state_codec: str
+    version: int = SNAPSHOT_FORMAT
+
+
+@dataclass(frozen=True, slots=True)
+class CommitObject:
+    """A commit: a snapshot, its parents, who, when (UTC microseconds), why, and metadata."""
+
+    snapshot: ObjectId
+    parents: tuple[ObjectId, ...]
+    author: str
+    timestamp_us: int
+    message: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+StoredObject = Union[Blob, Doc, Chunked, ListNode, MapNode, SnapshotObject, CommitObject]
+
+_packb = msgpack.Packer(use_bin_type=True, autoreset=True).pack
+
+
+def canonical(value: Any) -> Any:
+    """Return ``value`` with every mapping's keys sorted, for canonical encoding."""
+    if isinstance(value, dict):
+        return {k: canonical(value[k]) for k in sorted(value, key=_sort_key)}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    return value
+
+
+def _sort_key(key: Any) -> tuple[str, str]:
+    return (type(key).__name__, str(key))
+
+
+def encode_doc(value: Any) -> bytes:
+    """Encode one document; raises ``TypeError``/``ValueError`` for non msgpack-native values."""
+    return _packb([KIND_DOC, value])
+
+
+def encode(obj: StoredObject) -> bytes:
+    """Return the canonical encoding of ``obj``."""
+    if isinstance(obj, ListNode):
+        return _packb([KIND_LIST, obj.level, list(obj.ids), list(obj.counts)])
+    if isinstance(obj, Doc):
+        return _packb([KIND_DOC, obj.value])
+    if isinstance(obj, Blob):
+        return _packb([KIND_BLOB, obj.data])
+    if isinstance(obj, MapNode):
+        return _packb([KIND_MAP, list(obj.keys), list(obj.ids)])
+    if isinstance(obj, Chunked):
+        return _packb([KIND_CHUNKED, obj.size, list(obj.chunks)])
+    if isinstance(obj, SnapshotObject):
+        return _packb(
+            [
+                KIND_SNAPSHOT,
+                obj.version,
+                obj.kind,
+                obj.messages,
+                obj.state,
+                obj.extras,
+                obj.state_codec,
+            ]
+        )
+    if isinstance(obj, CommitObject):
+        return _packb(
+            [
+                KIND_COMMIT,
+                obj.snapshot,
+                list(obj.parents),
+                obj.author,
+                obj.timestamp_us,
+                obj.message,
+                canonical(obj.metadata),
+            ]
+        )
+    raise TypeError(f"not a statevcs object: {type(obj).__name__}")
+
+
+def encode_with_id(obj: StoredObject) -> tuple[ObjectId, bytes]:
+    """Encode ``obj`` and return ``(id, bytes)``."""
+    data = encode(obj)
+    return hash_bytes(data), data
+
+
+def verify(object_id: ObjectId, data: bytes) -> None:
+    """Raise ``CorruptObject`` unless ``data`` hashes to ``object_id``."""
+    if hash_bytes(data) != object_id:
+        raise CorruptObject(to_hex(object_id), "its bytes do not hash to its id")
+
+
+def decode(object_id: ObjectId, data: bytes, *, check_hash: bool = True) -> StoredObject:
+    """Decode stored bytes into an object, validating hash, kind and shape."""
+    if check_hash:
+        verify(object_id, data)
+    try:
+        raw = msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True)
+    except Exception as exc:  # msgpack raises several unrelated exception types
+        raise CorruptObject(to_hex(object_id), f"not valid msgpack ({exc})") from None
+    try:
+        return _from_raw(raw)
+    except (ValueError, TypeError, IndexError) as exc:
+        raise CorruptObject(to_hex(object_id), str(exc)) from None
+
+
+def _ids(value: Any, what: str) -> tuple[ObjectId, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, bytes) and len(v) == ID_SIZE for v in value
+    ):
+        raise ValueError(f"{what} must be a list of {ID_SIZE}-byte ids")
+    return tuple(value)
+
+
+def _id(value: Any, what: str) -> ObjectId:
+    if not isinstance(value, bytes) or len(value) != ID_SIZE:
+        raise ValueError(f"{what} must be a {ID_SIZE}-byte id")
+    return value
+
+
+def _expect(raw: list[Any], size: int, kind: str) -> None:
+    if len(raw) != size:
+        raise ValueError(f"a {kind} object has {size - 1} fields, found {len(raw) - 1}")
+
+
+def _from_raw(raw: Any) -> StoredObject:
+    if not isinstance(raw, list) or not raw or not isinstance(raw[0], str):
+        raise ValueError("expected an array starting with an object kind")
+    kind = raw[0]
+    if kind == KIND_DOC:
+        _expect(raw, 2, kind)
+        return Doc(raw[1])
+    if kind == KIND_LIST:
+        _expect(raw, 4, kind)
+        level, ids, counts = raw[1], _ids(raw[2], "list entries"), raw[3]
+        if not isinstance(level, int) or level < 0:
+            raise ValueError("list level must be a non-negative integer")
+        if not isinstance(counts, list) or not all(isinstance(c, int) and c > 0 for c in counts):
+            raise ValueError("list counts must be positive integers")
+        if (level == 0 and counts) or (level > 0 and len(counts) != len(ids)):
+            raise ValueError("list counts do not match its entries")
+        return ListNode(level, ids, tuple(counts))
+    if kind == KIND_BLOB:
+        _expect(raw, 2, kind)
+        if not isinstance(raw[1], bytes):
+            raise ValueError("blob data must be bytes")
+        return Blob(raw[1])
+    if kind == KIND_MAP:
+        _expect(raw, 3, kind)
+        keys, ids = raw[1], _ids(raw[2], "map values")
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            raise ValueError("map keys must be strings")
+        if len(keys) != len(ids) or keys != sorted(keys) or len(set(keys)) != len(keys):
+            raise ValueError("map keys must be unique, sorted and match its values")
+        return MapNode(tuple(keys), ids)
+    if kind == KIND_CHUNKED:
+        _expect(raw, 3, kind)
+        if not isinstance(raw[1], int) or raw[1] < 0:
+            raise ValueError("chunked size must be a non-negative integer")
+        return Chunked(raw[1], _ids(raw[2], "chunks"))
+    if kind == KIND_SNAPSHOT:
+        _expect(raw, 7, kind)
+        version, skind, codec = raw[1], raw[2], raw[6]
+        if version != SNAPSHOT_FORMAT:
+            raise ValueError(f"unsupported snapshot format {version!r}; upgrade statevcs")
+        if not isinstance(skind, str) or not isinstance(codec, str):
+            raise ValueError("snapshot kind and codec must be strings")
+        return SnapshotObject(
+            skind,
+            _id(raw[3], "messages root"),
+            _id(raw[4], "state map"),
+            _id(raw[5], "extras map"),
+            codec,
+            version,
+        )
+    if kind == KIND_COMMIT:
+        _expect(raw, 7, kind)
+        author, ts, message, metadata = raw[3], raw[4], raw[5], raw[6]
+        if not isinstance(author, str) or not isinstance(message, str):
+            raise ValueError("commit author and message must be strings")
+        if not isinstance(ts, int):
+            raise ValueError("commit timestamp must be an integer")
+        if not isinstance(metadata, dict):
+            raise ValueError("commit metadata must be a map")
+        return CommitObject(
+            _id(raw[1], "commit snapshot"), _ids(raw[2], "parents"), author, ts, message, metadata
+        )
+    raise ValueError(f"unknown object kind {kind!r}")
+
+
+def children(obj: StoredObject) -> Sequence[ObjectId]:
+    """Return the ids ``obj`` refers to (what gc marks and fsck checks)."""
+    if isinstance(obj, (ListNode, MapNode)):
+        return obj.ids
+    if isinstance(obj, Chunked):
+        return obj.chunks
+    if isinstance(obj, SnapshotObject):
+        return (obj.messages, obj.state, obj.extras)
+    if isinstance(obj, CommitObject):
+        return (obj.snapshot, *obj.parents)
+    return ()
+
+
+def kind_of(obj: StoredObject) -> str:
+    """Return the kind name of ``obj`` (``"commit"``, ``"list"``, ...)."""
+    return {
+        Blob: KIND_BLOB,
+        Doc: KIND_DOC,
+        Chunked: KIND_CHUNKED,
+        ListNode: KIND_LIST,
+        MapNode: KIND_MAP,
+        SnapshotObject: KIND_SNAPSHOT,
+        CommitObject: KIND_COMMIT,
+    }[type(obj)]

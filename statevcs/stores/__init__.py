@@ -1,0 +1,7 @@
+"""Storage backends: the abstract :class:`Store` and its memory and SQLite implementations."""
+
+from .base import ANY, RefUpdate, ReflogEntry, Store
+from .memory import MemoryStore
+from .sqlite import SQLiteStore
+
+__all__ = ["ANY", "MemoryStore", "RefUpdate", "ReflogEntry", "SQLiteStore", "Store"]

@@ -1,0 +1,154 @@
+"""The abstract ``Store``: where objects, refs, reflogs and repository config live.
+
+A backend implements the abstract methods; the contract suite in :mod:`statevcs.testing` checks
+that it behaves like every other backend. Objects are immutable and keyed by id, so ``put_many``
+is idempotent. Refs move only through :meth:`Store.set_ref`, an atomic compare-and-swap.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from ..hashing import ObjectId
+
+
+class _Any:
+    """Sentinel type: "do not check the ref's current value"."""
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+ANY: Final = _Any()
+"""Pass as ``expected`` to move a ref whatever its current value (no compare-and-swap)."""
+
+Expected = ObjectId | None | _Any
+
+
+@dataclass(frozen=True, slots=True)
+class ReflogEntry:
+    """One movement of a ref: from ``old`` to ``new`` (``None`` = absent), when, and why."""
+
+    old: ObjectId | None
+    new: ObjectId | None
+    timestamp: float
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class RefUpdate:
+    """A compare-and-swap of one ref, with the reflog names that record it."""
+
+    name: str
+    new: ObjectId | None
+    expected: Expected = ANY
+    message: str = ""
+    log_also: Sequence[str] = ()
+
+
+class Store(abc.ABC):
+    """One repository's storage: an object store plus a ref store, behind one URL."""
+
+    url: str = ""
+
+    # --- objects --------------------------------------------------------------
+
+    @abc.abstractmethod
+    def get_many(self, ids: Iterable[ObjectId]) -> dict[ObjectId, bytes]:
+        """Return the stored bytes of every id that exists; missing ids are left out."""
+
+    @abc.abstractmethod
+    def put_many(self, objects: Mapping[ObjectId, bytes]) -> int:
+        """Store objects that are not stored yet; return how many were new."""
+
+    @abc.abstractmethod
+    def has_many(self, ids: Iterable[ObjectId]) -> set[ObjectId]:
+        """Return the subset of ``ids`` that exist."""
+
+    @abc.abstractmethod
+    def iter_objects(self, *, older_than: float | None = None) -> Iterator[tuple[ObjectId, int]]:
+        """Yield ``(id, stored size)`` of every object (written before ``older_than``, a Unix time)."""
+
+    @abc.abstractmethod
+    def ids_in_range(self, low: ObjectId, high: ObjectId, limit: int = 16) -> list[ObjectId]:
+        """Return up to ``limit`` ids between ``low`` and ``high`` inclusive (hex-prefix lookup)."""
+
+    @abc.abstractmethod
+    def delete_many(self, ids: Iterable[ObjectId]) -> int:
+        """Delete objects (garbage collection only); return how many were deleted."""
+
+    # --- refs -------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def get_ref(self, name: str) -> ObjectId | None:
+        """Return the id a direct ref points to, or ``None``."""
+
+    @abc.abstractmethod
+    def list_refs(self, prefix: str = "refs/") -> dict[str, ObjectId]:
+        """Return every direct ref whose name starts with ``prefix``."""
+
+    @abc.abstractmethod
+    def get_symbolic(self, name: str) -> str | None:
+        """Return the target ref name of a symbolic ref (``HEAD``), or ``None`` if it is direct."""
+
+    @abc.abstractmethod
+    def set_symbolic(self, name: str, target: str, message: str = "") -> None:
+        """Make ``name`` a symbolic ref to ``target`` (``HEAD`` -> ``refs/heads/main``)."""
+
+    @abc.abstractmethod
+    def update_refs(
+        self, updates: Sequence[RefUpdate], objects: Mapping[ObjectId, bytes] | None = None
+    ) -> None:
+        """Atomically store ``objects`` then apply every compare-and-swap, or none of them.
+
+        Raises :class:`~statevcs.errors.RefConflict` (and changes no ref) when a ref's current
+        value differs from its ``expected``. Objects stored before a conflict may remain; they
+        are unreachable and removed by ``gc``. A ``new`` of ``None`` deletes the ref.
+        """
+
+    @abc.abstractmethod
+    def reflog(self, name: str) -> list[ReflogEntry]:
+        """Return the reflog of ``name``, newest first."""
+
+    @abc.abstractmethod
+    def delete_reflog(self, name: str) -> None:
+        """Forget the reflog of ``name`` (used when a branch is deleted)."""
+
+    # --- config -------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def config_get(self, key: str) -> str | None:
+        """Return a repository config value, or ``None``."""
+
+    @abc.abstractmethod
+    def config_set(self, key: str, value: str | None) -> None:
+        """Set (or with ``None`` delete) a repository config value."""
+
+    # --- convenience ---------------------------------------------------------------
+
+    def set_ref(
+        self,
+        name: str,
+        new: ObjectId | None,
+        *,
+        expected: Expected = ANY,
+        message: str = "",
+        log_also: Sequence[str] = (),
+    ) -> None:
+        """Compare-and-swap one ref (see :meth:`update_refs`)."""
+        self.update_refs([RefUpdate(name, new, expected, message, tuple(log_also))])
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections and files; the store must not be used afterwards."""
+
+    @staticmethod
+    def now() -> float:
+        """Return the current Unix time (a method so tests can control it)."""
+        return time.time()
+
+
+__all__ = ["ANY", "Expected", "RefUpdate", "ReflogEntry", "Store"]

@@ -1,0 +1,321 @@
+"""The embedded default store: one SQLite file in WAL mode, one transaction per commit.
+
+Several processes may open the same file: writers take SQLite's write lock with
+``BEGIN IMMEDIATE`` (waiting up to ``busy_timeout``), so a commit's objects and its ref
+compare-and-swap land together or not at all.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+from ..errors import RefConflict, StoreError
+from ..hashing import ObjectId
+from .base import ANY, RefUpdate, ReflogEntry, Store
+
+DB_FILENAME = "statevcs.sqlite3"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS objects (
+    rowid INTEGER PRIMARY KEY,
+    id BLOB NOT NULL UNIQUE,
+    data BLOB NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS refs (
+    name TEXT PRIMARY KEY,
+    target BLOB,
+    symbolic TEXT
+);
+CREATE TABLE IF NOT EXISTS reflog (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    old BLOB,
+    new BLOB,
+    ts REAL NOT NULL,
+    message TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS reflog_by_name ON reflog (name, seq);
+CREATE TABLE IF NOT EXISTS config (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+_BATCH = 500  # stay well under SQLite's host-parameter limit
+
+
+def _hex(value: ObjectId | None) -> str | None:
+    return value.hex() if value is not None else None
+
+
+class SQLiteStore(Store):
+    """A store in one SQLite database file (WAL mode; safe for several processes)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        durability: Literal["normal", "full"] = "normal",
+        busy_timeout: float = 30.0,
+    ) -> None:
+        self.path = Path(path)
+        self.url = str(self.path)
+        self._lock = threading.RLock()
+        try:
+            self._db = sqlite3.connect(
+                str(self.path),
+                timeout=busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            sync = "FULL" if durability == "full" else "NORMAL"
+            self._db.execute(f"PRAGMA synchronous={sync}")
+            self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+            with self._write():
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot open SQLite store {self.path}: {exc}; check the path and permissions"
+            ) from exc
+
+    # --- transactions -------------------------------------------------------
+
+    def _write(self) -> _Transaction:
+        return _Transaction(self)
+
+    def _query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite read failed on {self.path}: {exc}") from exc
+
+    # --- objects ------------------------------------------------------------
+
+    def get_many(self, ids: Iterable[ObjectId]) -> dict[ObjectId, bytes]:
+        """Return the stored bytes of every id that exists."""
+        wanted = list(ids)
+        found: dict[ObjectId, bytes] = {}
+        for start in range(0, len(wanted), _BATCH):
+            batch = wanted[start : start + _BATCH]
+            marks = ",".join("?" * len(batch))
+            for object_id, data in self._query(
+                f"SELECT id, data FROM objects WHERE id IN ({marks})", batch
+            ):
+                assert isinstance(object_id, bytes) and isinstance(data, bytes)
+                found[object_id] = data
+        return found
+
+    def put_many(self, objects: Mapping[ObjectId, bytes]) -> int:
+        """Store the objects that are new; return how many were new."""
+        if not objects:
+            return 0
+        with self._write() as db:
+            return self._insert(db, objects)
+
+    def _insert(self, db: sqlite3.Connection, objects: Mapping[ObjectId, bytes]) -> int:
+        now = self.now()
+        before = db.total_changes
+        db.executemany(
+            "INSERT OR IGNORE INTO objects (id, data, created) VALUES (?, ?, ?)",
+            [(object_id, data, now) for object_id, data in objects.items()],
+        )
+        return db.total_changes - before
+
+    def has_many(self, ids: Iterable[ObjectId]) -> set[ObjectId]:
+        """Return the subset of ``ids`` that exist."""
+        wanted = list(ids)
+        found: set[ObjectId] = set()
+        for start in range(0, len(wanted), _BATCH):
+            batch = wanted[start : start + _BATCH]
+            marks = ",".join("?" * len(batch))
+            for (object_id,) in self._query(f"SELECT id FROM objects WHERE id IN ({marks})", batch):
+                assert isinstance(object_id, bytes)
+                found.add(object_id)
+        return found
+
+    def iter_objects(self, *, older_than: float | None = None) -> Iterator[tuple[ObjectId, int]]:
+        """Yield ``(id, size)`` of every stored object."""
+        if older_than is None:
+            rows = self._query("SELECT id, length(data) FROM objects")
+        else:
+            rows = self._query(
+                "SELECT id, length(data) FROM objects WHERE created < ?", (older_than,)
+            )
+        for object_id, size in rows:
+            assert isinstance(object_id, bytes) and isinstance(size, int)
+            yield object_id, size
+
+    def ids_in_range(self, low: ObjectId, high: ObjectId, limit: int = 16) -> list[ObjectId]:
+        """Return up to ``limit`` ids in ``[low, high]``."""
+        rows = self._query(
+            "SELECT id FROM objects WHERE id BETWEEN ? AND ? ORDER BY id LIMIT ?",
+            (low, high, limit),
+        )
+        return [r[0] for r in rows if isinstance(r[0], bytes)]
+
+    def delete_many(self, ids: Iterable[ObjectId]) -> int:
+        """Delete objects; return how many existed."""
+        wanted = list(ids)
+        deleted = 0
+        with self._write() as db:
+            for start in range(0, len(wanted), _BATCH):
+                batch = wanted[start : start + _BATCH]
+                marks = ",".join("?" * len(batch))
+                deleted += db.execute(f"DELETE FROM objects WHERE id IN ({marks})", batch).rowcount
+        return deleted
+
+    # --- refs ---------------------------------------------------------------
+
+    def get_ref(self, name: str) -> ObjectId | None:
+        """Return the id ``name`` points to, or ``None``."""
+        rows = self._query("SELECT target FROM refs WHERE name = ?", (name,))
+        if rows and isinstance(rows[0][0], bytes):
+            return rows[0][0]
+        return None
+
+    def list_refs(self, prefix: str = "refs/") -> dict[str, ObjectId]:
+        """Return every direct ref under ``prefix``."""
+        rows = self._query(
+            "SELECT name, target FROM refs WHERE target IS NOT NULL AND substr(name, 1, ?) = ? "
+            "ORDER BY name",
+            (len(prefix), prefix),
+        )
+        return {str(n): t for n, t in rows if isinstance(t, bytes)}
+
+    def get_symbolic(self, name: str) -> str | None:
+        """Return the target of symbolic ref ``name``, or ``None``."""
+        rows = self._query("SELECT symbolic FROM refs WHERE name = ?", (name,))
+        return str(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    def set_symbolic(self, name: str, target: str, message: str = "") -> None:
+        """Make ``name`` a symbolic ref to ``target``."""
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO refs (name, target, symbolic) VALUES (?, NULL, ?) "
+                "ON CONFLICT(name) DO UPDATE SET target = NULL, symbolic = excluded.symbolic",
+                (name, target),
+            )
+
+    def update_refs(
+        self, updates: Sequence[RefUpdate], objects: Mapping[ObjectId, bytes] | None = None
+    ) -> None:
+        """Store objects and apply every compare-and-swap in one transaction."""
+        with self._write() as db:
+            if objects:
+                self._insert(db, objects)
+            current: dict[str, ObjectId | None] = {}
+            for update in updates:
+                row = db.execute(
+                    "SELECT target FROM refs WHERE name = ?", (update.name,)
+                ).fetchone()
+                value = row[0] if row and isinstance(row[0], bytes) else None
+                current[update.name] = value
+                if update.expected is not ANY and value != update.expected:
+                    expected = update.expected if isinstance(update.expected, bytes) else None
+                    raise RefConflict(update.name, _hex(expected), _hex(value))
+            now = self.now()
+            for update in updates:
+                if update.new is None:
+                    db.execute("DELETE FROM refs WHERE name = ?", (update.name,))
+                else:
+                    db.execute(
+                        "INSERT INTO refs (name, target, symbolic) VALUES (?, ?, NULL) "
+                        "ON CONFLICT(name) DO UPDATE SET target = excluded.target, symbolic = NULL",
+                        (update.name, update.new),
+                    )
+                for log_name in (update.name, *update.log_also):
+                    db.execute(
+                        "INSERT INTO reflog (name, old, new, ts, message) VALUES (?, ?, ?, ?, ?)",
+                        (log_name, current[update.name], update.new, now, update.message),
+                    )
+
+    def reflog(self, name: str) -> list[ReflogEntry]:
+        """Return the reflog of ``name``, newest first."""
+        rows = self._query(
+            "SELECT old, new, ts, message FROM reflog WHERE name = ? ORDER BY seq DESC", (name,)
+        )
+        return [
+            ReflogEntry(
+                old if isinstance(old, bytes) else None,
+                new if isinstance(new, bytes) else None,
+                float(ts),  # type: ignore[arg-type]
+                str(message),
+            )
+            for old, new, ts, message in rows
+        ]
+
+    def delete_reflog(self, name: str) -> None:
+        """Forget the reflog of ``name``."""
+        with self._write() as db:
+            db.execute("DELETE FROM reflog WHERE name = ?", (name,))
+
+    # --- config -------------------------------------------------------------
+
+    def config_get(self, key: str) -> str | None:
+        """Return a config value, or ``None``."""
+        rows = self._query("SELECT value FROM config WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def config_set(self, key: str, value: str | None) -> None:
+        """Set or delete a config value."""
+        with self._write() as db:
+            if value is None:
+                db.execute("DELETE FROM config WHERE key = ?", (key,))
+            else:
+                db.execute(
+                    "INSERT INTO config (key, value) VALUES (?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._db.close()
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on any exception)."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._store._lock.acquire()
+        try:
+            self._store._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            self._store._lock.release()
+            raise StoreError(
+                f"cannot start a write on {self._store.path}: {exc}; "
+                "another process may hold the lock for too long"
+            ) from exc
+        return self._store._db
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        db = self._store._db
+        try:
+            if exc_type is None:
+                try:
+                    db.execute("COMMIT")
+                except sqlite3.Error as error:
+                    db.execute("ROLLBACK")
+                    raise StoreError(f"SQLite commit failed on {self._store.path}: {error}") from error
+            else:
+                db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"SQLite write failed on {self._store.path}: {exc}") from exc
+        finally:
+            self._store._lock.release()
+
+
+__all__ = ["DB_FILENAME", "SQLiteStore"]

@@ -1,0 +1,270 @@
+"""A prolly list: a content-defined B-tree of item ids (the conversation's message ids).
+
+Node boundaries depend only on the entries themselves: a node ends after an entry whose id has
+its low ``BOUNDARY_BITS`` bits zero (average fan-out 32), or after ``MAX_ENTRIES`` entries. So
+the same list always has the same root, however it was built (history independence); appending
+k items rewrites only the rightmost path (k items + O(log n) nodes); two lists that share a
+prefix share every node of that prefix; and a diff skips equal, aligned subtrees.
+
+Encoded nodes are written into an ``out`` dict (id -> bytes) the caller persists.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import CorruptObject
+from ..hashing import ObjectId, to_hex
+from ..objects import ListNode, encode_with_id
+from .reader import ObjectReader
+
+BOUNDARY_BITS = 5
+_MASK = (1 << BOUNDARY_BITS) - 1
+MAX_ENTRIES = 128
+
+
+def _chunk(level: int, ids: Sequence[ObjectId], counts: Sequence[int]) -> list[ListNode]:
+    """Cut one level's entries into nodes by the content-defined boundary rule."""
+    nodes: list[ListNode] = []
+    start = 0
+    limit = MAX_ENTRIES - 1
+    for i, entry in enumerate(ids):
+        if not entry[-1] & _MASK or i - start >= limit:
+            end = i + 1
+            nodes.append(ListNode(level, tuple(ids[start:end]), tuple(counts[start:end])))
+            start = end
+    if start < len(ids):
+        nodes.append(ListNode(level, tuple(ids[start:]), tuple(counts[start:])))
+    return nodes
+
+
+class _Builder:
+    """Encodes nodes into ``out`` and remembers fresh nodes so they need no re-read."""
+
+    def __init__(self, reader: ObjectReader | None, out: dict[ObjectId, bytes]) -> None:
+        self.reader = reader
+        self.out = out
+        self.fresh: dict[ObjectId, ListNode] = {}
+
+    def store(self, node: ListNode) -> tuple[ObjectId, int]:
+        object_id, data = encode_with_id(node)
+        self.out[object_id] = data
+        self.fresh[object_id] = node
+        return object_id, node.total
+
+    def node(self, object_id: ObjectId) -> ListNode:
+        fresh = self.fresh.get(object_id)
+        if fresh is not None:
+            return fresh
+        assert self.reader is not None
+        return load_node(self.reader, object_id)
+
+    def finish(self, produced: list[ListNode]) -> ObjectId:
+        """Stack levels until one node remains, collapse single-entry roots, return the root."""
+        while True:
+            if not produced:
+                return self.store(ListNode(0, ()))[0]
+            if len(produced) == 1:
+                node = produced[0]
+                root_id = self.store(node)[0]
+                while node.level > 0 and len(node.ids) == 1:
+                    root_id = node.ids[0]
+                    node = self.node(root_id)
+                return root_id
+            level = produced[0].level + 1
+            refs = [self.store(n) for n in produced]
+            produced = _chunk(level, [r[0] for r in refs], [r[1] for r in refs])
+
+
+def load_node(reader: ObjectReader, object_id: ObjectId) -> ListNode:
+    """Load a list node, raising ``CorruptObject`` if the id names something else."""
+    node = reader.load(object_id)
+    if not isinstance(node, ListNode):
+        raise CorruptObject(to_hex(object_id), f"expected a list node, found {type(node).__name__}")
+    return node
+
+
+def build(ids: Sequence[ObjectId], out: dict[ObjectId, bytes]) -> ObjectId:
+    """Build the prolly list of ``ids`` from scratch; return its root id."""
+    return _Builder(None, out).finish(_chunk(0, ids, ()))
+
+
+def empty(out: dict[ObjectId, bytes]) -> ObjectId:
+    """Return the root id of the empty list (and encode it into ``out``)."""
+    return build((), out)
+
+
+def splice(
+    reader: ObjectReader,
+    root: ObjectId,
+    keep: int,
+    new_ids: Sequence[ObjectId],
+    out: dict[ObjectId, bytes],
+) -> ObjectId:
+    """Return the root of ``list(root)[:keep] + new_ids``, rewriting only the path at ``keep``.
+
+    Cost: O(len(new_ids) + log n) node encodes. The result is identical to :func:`build` of the
+    same items, because every node left of the path starts and ends where a fresh build would.
+    """
+    builder = _Builder(reader, out)
+    node = load_node(reader, root)
+    if not 0 <= keep <= node.total:
+        raise IndexError(f"keep={keep} is outside a list of {node.total} items")
+    path: list[tuple[ListNode, int]] = []
+    pos = keep
+    while node.level > 0:
+        counts = node.counts
+        idx = 0
+        last = len(counts) - 1
+        while idx < last and pos >= counts[idx]:
+            pos -= counts[idx]
+            idx += 1
+        path.append((node, idx))
+        node = load_node(reader, node.ids[idx])
+    produced = _chunk(0, [*node.ids[:pos], *new_ids], ())
+    for parent, idx in reversed(path):
+        refs = [builder.store(n) for n in produced]
+        ids = [*parent.ids[:idx], *(r[0] for r in refs)]
+        counts = [*parent.counts[:idx], *(r[1] for r in refs)]
+        produced = _chunk(parent.level, ids, counts)
+    return builder.finish(produced)
+
+
+def length(reader: ObjectReader, root: ObjectId) -> int:
+    """Return the number of items in the list."""
+    return load_node(reader, root).total
+
+
+def get(reader: ObjectReader, root: ObjectId, index: int) -> ObjectId:
+    """Return the item id at ``index`` (negative indexes count from the end)."""
+    node = load_node(reader, root)
+    total = node.total
+    if index < 0:
+        index += total
+    if not 0 <= index < total:
+        raise IndexError(f"index {index} is outside a list of {total} items")
+    while node.level > 0:
+        for child, count in zip(node.ids, node.counts):
+            if index < count:
+                node = load_node(reader, child)
+                break
+            index -= count
+    return node.ids[index]
+
+
+def items(reader: ObjectReader, root: ObjectId) -> list[ObjectId]:
+    """Return every item id in order, reading one batch of nodes per tree level."""
+    nodes = [load_node(reader, root)]
+    while nodes[0].level > 0:
+        child_ids = [c for n in nodes for c in n.ids]
+        loaded = reader.load_many(child_ids)
+        next_nodes = []
+        for child_id in child_ids:
+            child = loaded[child_id]
+            if not isinstance(child, ListNode):
+                raise CorruptObject(to_hex(child_id), "expected a list node")
+            next_nodes.append(child)
+        nodes = next_nodes
+    return [i for n in nodes for i in n.ids]
+
+
+def node_ids(reader: ObjectReader, root: ObjectId) -> set[ObjectId]:
+    """Return the ids of every node of the tree (not the items)."""
+    found = {root}
+    nodes = [load_node(reader, root)]
+    while nodes[0].level > 0:
+        child_ids = [c for n in nodes for c in n.ids]
+        found.update(child_ids)
+        loaded = reader.load_many(child_ids)
+        nodes = [loaded[c] for c in child_ids]  # type: ignore[misc]
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class ItemChange:
+    """One position where two lists differ: ``old``/``new`` is ``None`` when absent."""
+
+    index: int
+    old: ObjectId | None
+    new: ObjectId | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListDiff:
+    """The positional difference of two lists and what it cost to compute."""
+
+    common_prefix: int
+    old_length: int
+    new_length: int
+    changes: tuple[ItemChange, ...]
+    nodes_visited: int
+
+
+_ITEM = -1  # level marker of a leaf entry in the diff walk
+
+
+def diff(reader: ObjectReader, old_root: ObjectId, new_root: ObjectId) -> ListDiff:
+    """Compare two lists position by position, skipping equal aligned subtrees."""
+    visited = 0
+
+    def expand(queue: deque[tuple[ObjectId, int, int]]) -> None:
+        nonlocal visited
+        object_id, _level, _count = queue.popleft()
+        node = load_node(reader, object_id)
+        visited += 1
+        if node.level == 0:
+            spans = [(i, _ITEM, 1) for i in node.ids]
+        else:
+            spans = [(c, node.level - 1, n) for c, n in zip(node.ids, node.counts)]
+        queue.extendleft(reversed(spans))
+
+    old_node = load_node(reader, old_root)
+    new_node = load_node(reader, new_root)
+    visited += 2
+    qa: deque[tuple[ObjectId, int, int]] = deque([(old_root, old_node.level, old_node.total)])
+    qb: deque[tuple[ObjectId, int, int]] = deque([(new_root, new_node.level, new_node.total)])
+    changes: list[ItemChange] = []
+    pos = 0
+    while qa and qb:
+        a, b = qa[0], qb[0]
+        if a[0] == b[0] and a[1] == b[1]:
+            qa.popleft()
+            qb.popleft()
+            pos += a[2]
+        elif a[1] == _ITEM and b[1] == _ITEM:
+            qa.popleft()
+            qb.popleft()
+            changes.append(ItemChange(pos, a[0], b[0]))
+            pos += 1
+        elif a[1] >= b[1]:
+            expand(qa)
+        else:
+            expand(qb)
+    for queue, is_old in ((qa, True), (qb, False)):
+        while queue:
+            if queue[0][1] == _ITEM:
+                item = queue.popleft()[0]
+                changes.append(ItemChange(pos, item, None) if is_old else ItemChange(pos, None, item))
+                pos += 1
+            else:
+                expand(queue)
+    old_total, new_total = old_node.total, new_node.total
+    first = changes[0].index if changes else min(old_total, new_total)
+    return ListDiff(first, old_total, new_total, tuple(changes), visited)
+
+
+def prefix_length(a: Sequence[ObjectId], b: Sequence[ObjectId]) -> int:
+    """Return the length of the common prefix of two id sequences (C-speed comparisons)."""
+    low, high = 0, min(len(a), len(b))
+    if a[:high] == b[:high]:
+        return high
+    while low < high:  # invariant: a[:low] == b[:low] and the answer is at most high
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
