@@ -14,7 +14,8 @@ from .hashing import ObjectId
 from .objectdb import ObjectDB
 from .objects import Doc
 from .serializers import StateSerializer, serializer_for
-from .snapshot import load_snapshot_object, read_values
+from .objects import SnapshotObject
+from .snapshot import load_snapshot_object, message_ids_from, read_values
 from .structures import prolly
 from .structures.maps import read_map
 
@@ -168,6 +169,29 @@ def _map_changes(
     return tuple(changes)
 
 
+def _diff_message_ids(db: ObjectDB, old: SnapshotObject, new: SnapshotObject) -> prolly.ListDiff:
+    """Positional diff of two conversations (prolly tree + inline tail each)."""
+    old_tree = prolly.length(db, old.messages)
+    new_tree = prolly.length(db, new.messages)
+    changes: list[prolly.ItemChange] = []
+    visited = 0
+    start = min(old_tree, new_tree)
+    if old.messages != new.messages:
+        tree_diff = prolly.diff(db, old.messages, new.messages)
+        visited = tree_diff.nodes_visited
+        changes.extend(c for c in tree_diff.changes if c.index < start)
+    old_rest = message_ids_from(db, old, start)
+    new_rest = message_ids_from(db, new, start)
+    for offset in range(max(len(old_rest), len(new_rest))):
+        a = old_rest[offset] if offset < len(old_rest) else None
+        b = new_rest[offset] if offset < len(new_rest) else None
+        if a != b:
+            changes.append(prolly.ItemChange(start + offset, a, b))
+    old_length, new_length = old_tree + len(old.tail), new_tree + len(new.tail)
+    first = changes[0].index if changes else min(old_length, new_length)
+    return prolly.ListDiff(first, old_length, new_length, tuple(changes), visited)
+
+
 def diff_snapshots(
     db: ObjectDB,
     old_id: ObjectId,
@@ -180,7 +204,7 @@ def diff_snapshots(
     """Compare two stored snapshots structurally."""
     old = load_snapshot_object(db, old_id)
     new = load_snapshot_object(db, new_id)
-    list_diff = prolly.diff(db, old.messages, new.messages)
+    list_diff = _diff_message_ids(db, old, new)
     wanted = {i for c in list_diff.changes for i in (c.old, c.new) if i is not None}
     docs = db.load_values(wanted)
 

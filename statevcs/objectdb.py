@@ -80,7 +80,8 @@ class ObjectDB:
     def _reassemble(self, object_id: ObjectId, chunked: Chunked) -> StoredObject:
         parts = self.load_many(chunked.chunks)
         data = b"".join(
-            part.data if isinstance(part, Blob) else b"" for part in (parts[c] for c in chunked.chunks)
+            part.data if isinstance(part, Blob) else b""
+            for part in (parts[c] for c in chunked.chunks)
         )
         if len(data) != chunked.size:
             raise CorruptObject(to_hex(object_id), "its chunks do not add up to its size")
@@ -101,6 +102,12 @@ class ObjectDB:
             self._nodes[object_id] = obj
             if len(self._nodes) > _NODE_CACHE:
                 self._nodes.popitem(last=False)
+
+    def remember(self, object_id: ObjectId, obj: StoredObject) -> None:
+        """Cache a freshly built structural object (it need not be stored yet)."""
+        self._nodes[object_id] = obj
+        if len(self._nodes) > _NODE_CACHE:
+            self._nodes.popitem(last=False)
 
     # --- writing --------------------------------------------------------------
 

@@ -66,19 +66,38 @@ class ListNode:
 
 
 @dataclass(frozen=True, slots=True)
+class Inline:
+    """A small value kept inside its map instead of as an object of its own.
+
+    For state maps it holds the serializer's bytes; for extras maps the document itself.
+    """
+
+    value: Any
+
+
+MapValue = Union[ObjectId, Inline]
+
+
+@dataclass(frozen=True, slots=True)
 class MapNode:
-    """Sorted ``key -> object id`` pairs (agent state, extras)."""
+    """Sorted ``key -> value`` pairs (agent state, extras); a value is an object id or inline."""
 
     keys: tuple[str, ...]
-    ids: tuple[ObjectId, ...]
+    values: tuple[MapValue, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class SnapshotObject:
-    """A snapshot: the roots of its messages list, state map and extras map."""
+    """A snapshot: its conversation (a prolly list plus an inline open tail), state and extras.
+
+    ``messages`` is the root of a prolly list holding every message up to the last closed leaf;
+    ``tail`` holds the ids of the messages after it. Appends then rewrite inner tree nodes only
+    when a leaf closes (about every 8 messages), not on every commit.
+    """
 
     kind: str
     messages: ObjectId
+    tail: tuple[ObjectId, ...]
     state: ObjectId
     extras: ObjectId
     state_codec: str
@@ -129,7 +148,13 @@ def encode(obj: StoredObject) -> bytes:
     if isinstance(obj, Blob):
         return _packb([KIND_BLOB, obj.data])
     if isinstance(obj, MapNode):
-        return _packb([KIND_MAP, list(obj.keys), list(obj.ids)])
+        return _packb(
+            [
+                KIND_MAP,
+                list(obj.keys),
+                [v if isinstance(v, bytes) else [v.value] for v in obj.values],
+            ]
+        )
     if isinstance(obj, Chunked):
         return _packb([KIND_CHUNKED, obj.size, list(obj.chunks)])
     if isinstance(obj, SnapshotObject):
@@ -139,6 +164,7 @@ def encode(obj: StoredObject) -> bytes:
                 obj.version,
                 obj.kind,
                 obj.messages,
+                list(obj.tail),
                 obj.state,
                 obj.extras,
                 obj.state_codec,
@@ -199,6 +225,14 @@ def _id(value: Any, what: str) -> ObjectId:
     return value
 
 
+def _map_value(value: Any) -> MapValue:
+    if isinstance(value, bytes) and len(value) == ID_SIZE:
+        return value
+    if isinstance(value, list) and len(value) == 1:
+        return Inline(value[0])
+    raise ValueError("a map value must be an id or a one-element inline array")
+
+
 def _expect(raw: list[Any], size: int, kind: str) -> None:
     if len(raw) != size:
         raise ValueError(f"a {kind} object has {size - 1} fields, found {len(raw) - 1}")
@@ -228,20 +262,22 @@ def _from_raw(raw: Any) -> StoredObject:
         return Blob(raw[1])
     if kind == KIND_MAP:
         _expect(raw, 3, kind)
-        keys, ids = raw[1], _ids(raw[2], "map values")
+        keys, values = raw[1], raw[2]
         if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
             raise ValueError("map keys must be strings")
-        if len(keys) != len(ids) or keys != sorted(keys) or len(set(keys)) != len(keys):
-            raise ValueError("map keys must be unique, sorted and match its values")
-        return MapNode(tuple(keys), ids)
+        if not isinstance(values, list) or len(keys) != len(values):
+            raise ValueError("map keys do not match its values")
+        if keys != sorted(keys) or len(set(keys)) != len(keys):
+            raise ValueError("map keys must be unique and sorted")
+        return MapNode(tuple(keys), tuple(_map_value(v) for v in values))
     if kind == KIND_CHUNKED:
         _expect(raw, 3, kind)
         if not isinstance(raw[1], int) or raw[1] < 0:
             raise ValueError("chunked size must be a non-negative integer")
         return Chunked(raw[1], _ids(raw[2], "chunks"))
     if kind == KIND_SNAPSHOT:
-        _expect(raw, 7, kind)
-        version, skind, codec = raw[1], raw[2], raw[6]
+        _expect(raw, 8, kind)
+        version, skind, codec = raw[1], raw[2], raw[7]
         if version != SNAPSHOT_FORMAT:
             raise ValueError(f"unsupported snapshot format {version!r}; upgrade statevcs")
         if not isinstance(skind, str) or not isinstance(codec, str):
@@ -249,8 +285,9 @@ def _from_raw(raw: Any) -> StoredObject:
         return SnapshotObject(
             skind,
             _id(raw[3], "messages root"),
-            _id(raw[4], "state map"),
-            _id(raw[5], "extras map"),
+            _ids(raw[4], "messages tail"),
+            _id(raw[5], "state map"),
+            _id(raw[6], "extras map"),
             codec,
             version,
         )
@@ -271,12 +308,14 @@ def _from_raw(raw: Any) -> StoredObject:
 
 def children(obj: StoredObject) -> Sequence[ObjectId]:
     """Return the ids ``obj`` refers to (what gc marks and fsck checks)."""
-    if isinstance(obj, (ListNode, MapNode)):
+    if isinstance(obj, ListNode):
         return obj.ids
+    if isinstance(obj, MapNode):
+        return [v for v in obj.values if isinstance(v, bytes)]
     if isinstance(obj, Chunked):
         return obj.chunks
     if isinstance(obj, SnapshotObject):
-        return (obj.messages, obj.state, obj.extras)
+        return (obj.messages, *obj.tail, obj.state, obj.extras)
     if isinstance(obj, CommitObject):
         return (obj.snapshot, *obj.parents)
     return ()

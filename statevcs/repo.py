@@ -6,7 +6,6 @@ import heapq
 import os
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -30,7 +29,16 @@ from .errors import (
 )
 from .hashing import ObjectId, from_hex, to_hex
 from .objectdb import ObjectDB
-from .objects import Chunked, CommitObject, ListNode, children, decode, encode_with_id
+from .objects import (
+    Chunked,
+    CommitObject,
+    Inline,
+    ListNode,
+    children,
+    decode,
+    encode_doc,
+    encode_with_id,
+)
 from .refs import BRANCH_PREFIX, DEFAULT_BRANCH, HEAD, TAG_PREFIX, branch_ref, check_ref_name
 from .refs import short_name, tag_ref
 from .revisions import resolve_revision
@@ -38,6 +46,7 @@ from .serializers import JSONSerializer, StateSerializer
 from .snapshot import (
     MessageBase,
     Snapshot,
+    StoredMessages,
     WrittenSnapshot,
     load_snapshot_object,
     read_snapshot,
@@ -47,6 +56,7 @@ from .stores.base import ANY, Expected, RefUpdate, Store
 from .stores.memory import MemoryStore
 from .stores.sqlite import DB_FILENAME, SQLiteStore
 from .structures import prolly
+from .structures.maps import read_map
 
 if TYPE_CHECKING:
     from .git import ExportReport, ImportReport
@@ -132,8 +142,7 @@ class _Sync:
 
     branch: str | None
     commit: ObjectId | None
-    messages_root: ObjectId | None = None
-    message_ids: list[ObjectId] | None = None
+    messages: StoredMessages | None = None
 
 
 def _utc(timestamp_us: int) -> datetime:
@@ -142,7 +151,9 @@ def _utc(timestamp_us: int) -> datetime:
 
 def _to_us(moment: datetime) -> int:
     if moment.tzinfo is None:
-        raise StateVCSError("commit timestamps must be timezone-aware; pass datetime.now(timezone.utc)")
+        raise StateVCSError(
+            "commit timestamps must be timezone-aware; pass datetime.now(timezone.utc)"
+        )
     delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
@@ -181,7 +192,6 @@ class Repo:
         self._lock = threading.RLock()
         self._tracked: dict[int, tuple[weakref.ref[Any], _Sync]] = {}
         self._head_sync: _Sync | None = None
-        self._recent_lists: OrderedDict[ObjectId, list[ObjectId]] = OrderedDict()
 
     # --- opening ------------------------------------------------------------
 
@@ -240,7 +250,9 @@ class Repo:
                 f"no statevcs repository at {folder}; create one with statevcs.Repo.init({text!r}) "
                 "or `statevcs init`"
             )
-        return cls(SQLiteStore(folder / DB_FILENAME), serializer=serializer, author=author, path=folder)
+        return cls(
+            SQLiteStore(folder / DB_FILENAME), serializer=serializer, author=author, path=folder
+        )
 
     @property
     def url(self) -> str:
@@ -310,10 +322,15 @@ class Repo:
 
     # --- commit and checkout -------------------------------------------------
 
-    def _target(self, obj: Any, branch: str | None) -> tuple[str, ObjectId | None]:
+    def _target(
+        self, obj: Any, branch: str | None, head: str | None
+    ) -> tuple[str, ObjectId | None]:
         """Return (full branch ref, the commit the object was last synced to)."""
-        sync = self._sync_of(obj)
+        weak = self._weakrefable(obj)
+        sync = self._sync_of(obj) if weak else None
         synced = sync.commit if sync else None
+        if not weak and self._head_sync is not None:
+            synced = self._head_sync.commit
         if branch is not None:
             return branch_ref(branch), synced
         if sync is not None:
@@ -324,28 +341,28 @@ class Repo:
                     "check it out"
                 )
             return sync.branch, synced
-        target = self.store.get_symbolic(HEAD)
+        target = head
         if target is None:
             head = self.store.get_ref(HEAD)
             raise DetachedHead(
                 f"HEAD is detached at {to_hex(head or b'')[:12]}; pass branch='name' to commit, "
                 "or check out a branch first"
             )
-        if not self._weakrefable(obj) and self._head_sync is not None:
-            synced = self._head_sync.commit
         return target, synced
 
-    def _message_base(self, obj: Any, adapter: Any, snapshot: Snapshot) -> MessageBase | None:
+    def _stored_messages(self, obj: Any) -> StoredMessages | None:
         sync = self._sync_of(obj) if self._weakrefable(obj) else self._head_sync
-        if sync is None or sync.messages_root is None or sync.message_ids is None:
-            return None
+        return sync.messages if sync is not None else None
+
+    def _message_base(self, obj: Any, adapter: Any, snapshot: Snapshot) -> MessageBase | None:
+        previous = self._stored_messages(obj)
         hint = getattr(adapter, "unchanged_prefix", None)
-        keep = hint(obj) if callable(hint) else None
+        if previous is None or not callable(hint):
+            return None
+        keep = hint(obj)
         if keep is None:
             return None
-        ids = sync.message_ids
-        keep = min(int(keep), len(ids), len(snapshot.messages))
-        return MessageBase(sync.messages_root, ids, keep)
+        return MessageBase(previous, min(int(keep), len(previous.ids), len(snapshot.messages)))
 
     def commit(
         self,
@@ -366,7 +383,8 @@ class Repo:
         adapter = adapter_for(obj)
         with self._lock:
             snapshot = adapter.capture(obj)
-            ref, synced = self._target(obj, branch)
+            head = self.store.get_symbolic(HEAD)
+            ref, synced = self._target(obj, branch, head)
             written = self._write(obj, adapter, snapshot)
             parent = self.store.get_ref(ref)
             parents = (parent,) if parent is not None else ((synced,) if synced else ())
@@ -380,14 +398,14 @@ class Repo:
                 metadata=metadata,
                 ref=ref,
                 expected=parent,
+                head=head,
             )
-            sync = _Sync(ref, commit_id, written.messages_root, written.message_ids)
-            self._remember_list(written.messages_root, written.message_ids)
-            self._after_commit(obj, ref, sync)
+            sync = _Sync(ref, commit_id, written.messages)
+            self._after_commit(obj, ref, sync, head)
             marker = getattr(adapter, "mark_synced", None)
             if callable(marker):
                 marker(obj)
-            return self.get_commit(to_hex(commit_id))
+            return _commit_from(commit_id, self._load_commit(commit_id))
 
     def _write(self, obj: Any, adapter: Any, snapshot: Snapshot) -> WrittenSnapshot:
         # With an adapter's hint only new messages are encoded; without one everything is
@@ -398,29 +416,17 @@ class Repo:
             snapshot,
             self.serializer,
             base=self._message_base(obj, adapter, snapshot),
-            previous=self._closest_list(obj),
+            previous=self._stored_messages(obj),
             exclude_state=transient_keys(obj),
         )
 
-    def _closest_list(self, obj: Any) -> tuple[ObjectId, list[ObjectId]] | None:
-        sync = self._sync_of(obj) if self._weakrefable(obj) else self._head_sync
-        if sync is not None and sync.messages_root is not None and sync.message_ids is not None:
-            return sync.messages_root, sync.message_ids
-        return None
-
-    def _remember_list(self, root: ObjectId, ids: list[ObjectId]) -> None:
-        self._recent_lists[root] = ids
-        self._recent_lists.move_to_end(root)
-        while len(self._recent_lists) > 8:
-            self._recent_lists.popitem(last=False)
-
-    def _after_commit(self, obj: Any, ref: str, sync: _Sync) -> None:
+    def _after_commit(self, obj: Any, ref: str, sync: _Sync, head: str | None) -> None:
         # The object now follows the branch it committed to (``branch=`` re-attaches it).
         if self._weakrefable(obj):
             self._set_sync(obj, sync)
         else:
             self._head_sync = sync
-            if self.store.get_symbolic(HEAD) != ref:
+            if head != ref:
                 self.store.set_symbolic(HEAD, ref)
 
     def _commit_objects(
@@ -436,6 +442,7 @@ class Repo:
         ref: str | None,
         expected: Expected = ANY,
         reflog_message: str | None = None,
+        head: str | None | object = ANY,
     ) -> ObjectId:
         moment = timestamp or datetime.now(timezone.utc)
         commit_object = CommitObject(
@@ -447,16 +454,17 @@ class Repo:
             metadata=_check_metadata(metadata),
         )
         commit_id, encoded = encode_with_id(commit_object)
+        self.db.remember(commit_id, commit_object)
         pending = self.db.unknown(objects)
         pending[commit_id] = encoded
         if ref is None:
             self.store.put_many(pending)
         else:
-            log_also = [HEAD] if self.store.get_symbolic(HEAD) == ref else []
+            if head is ANY:
+                head = self.store.get_symbolic(HEAD)
+            log_also = [HEAD] if head == ref else []
             first_line = message.splitlines()[0] if message else ""
-            note = reflog_message or (
-                f"commit{' (initial)' if not parents else ''}: {first_line}"
-            )
+            note = reflog_message or (f"commit{' (initial)' if not parents else ''}: {first_line}")
             self.store.update_refs([RefUpdate(ref, commit_id, expected, note, log_also)], pending)
         self.db.mark_stored(pending)
         return commit_id
@@ -470,8 +478,7 @@ class Repo:
             commit_object = self._load_commit(commit_id)
             read = read_snapshot(self.db, commit_object.snapshot, self.serializer)
             adapter.restore(obj, read.snapshot)
-            sync = _Sync(branch, commit_id, read.messages_root, read.message_ids)
-            self._remember_list(read.messages_root, read.message_ids)
+            sync = _Sync(branch, commit_id, read.messages)
             if self._weakrefable(obj):
                 self._set_sync(obj, sync)
             else:
@@ -667,7 +674,9 @@ class Repo:
         check_ref_name(name)
         target = from_hex(commit_id)
         self._load_commit(target)
-        want: Expected = ANY if expected is ANY else (from_hex(expected) if isinstance(expected, str) else None)
+        want: Expected = (
+            ANY if expected is ANY else (from_hex(expected) if isinstance(expected, str) else None)
+        )
         log_also = [HEAD] if self.store.get_symbolic(HEAD) == name else []
         self.store.set_ref(name, target, expected=want, message=reflog_message, log_also=log_also)
 
@@ -676,7 +685,10 @@ class Repo:
         full = ref
         if ref != HEAD and not ref.startswith("refs/"):
             full = branch_ref(ref)
-            if self.store.get_ref(full) is None and self.store.get_ref(TAG_PREFIX + ref) is not None:
+            if (
+                self.store.get_ref(full) is None
+                and self.store.get_ref(TAG_PREFIX + ref) is not None
+            ):
                 full = TAG_PREFIX + ref
         return [
             ReflogRecord(
@@ -728,8 +740,14 @@ class Repo:
         for parent in parent_ids:
             self._load_commit(parent)
         commit_id = self._commit_objects(
-            snap, parent_ids, {}, message, author=author, timestamp=timestamp,
-            metadata=metadata, ref=None,
+            snap,
+            parent_ids,
+            {},
+            message,
+            author=author,
+            timestamp=timestamp,
+            metadata=metadata,
+            ref=None,
         )
         return _commit_from(commit_id, self._load_commit(commit_id))
 
@@ -800,9 +818,7 @@ class Repo:
                 roots.update(i for i in (entry.old, entry.new) if i is not None)
         return roots
 
-    def _mark(
-        self, roots: set[ObjectId], problems: list[str] | None = None
-    ) -> set[ObjectId]:
+    def _mark(self, roots: set[ObjectId], problems: list[str] | None = None) -> set[ObjectId]:
         reachable: set[ObjectId] = set()
         frontier = list(roots)
         while frontier:
@@ -926,11 +942,13 @@ class Repo:
         naive = 0
         for commit_object in commits:
             snap = load_snapshot_object(self.db, commit_object.snapshot)
-            naive += list_size(snap.messages)
+            naive += list_size(snap.messages) + sum(item_size(i) for i in snap.tail)
             for map_id in (snap.state, snap.extras):
-                from .structures.maps import read_map
-
-                naive += sum(item_size(i) for i in read_map(self.db, map_id).values())
+                for value in read_map(self.db, map_id).values():
+                    if isinstance(value, Inline):
+                        naive += len(encode_doc(value.value))
+                    else:
+                        naive += item_size(value)
         return RepoStats(
             objects=len(sizes),
             bytes_stored=sum(sizes.values()),
@@ -991,7 +1009,9 @@ class _Context:
         try:
             return self.repo._load_commit(commit_id).parents
         except (MissingObject, CorruptObject) as exc:
-            raise UnknownRevision(f"cannot walk history from {to_hex(commit_id)[:12]}: {exc}") from exc
+            raise UnknownRevision(
+                f"cannot walk history from {to_hex(commit_id)[:12]}: {exc}"
+            ) from exc
 
 
 __all__ = ["Commit", "FsckReport", "GCReport", "ReflogRecord", "Repo", "RepoStats"]

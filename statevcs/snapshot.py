@@ -12,10 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from .errors import CorruptObject, SerializationError
 from .hashing import ObjectId, hash_bytes, to_hex
 from .objectdb import ObjectDB
-from .objects import Blob, Doc, SnapshotObject, encode_doc, encode_with_id
+from .objects import Blob, Doc, Inline, MapValue, SnapshotObject, encode_doc, encode_with_id
 from .serializers import StateSerializer, serializer_for
 from .structures import chunking, prolly
-from .structures.maps import build_map, read_map
+from .structures.maps import INLINE_LIMIT, build_map, read_map
 
 
 class Snapshot(BaseModel):
@@ -34,14 +34,20 @@ class Snapshot(BaseModel):
 
 
 @dataclass(frozen=True, slots=True)
-class MessageBase:
-    """A previously stored conversation the next snapshot may extend without re-encoding.
-
-    ``keep`` leading messages of the new snapshot are known to equal ``ids[:keep]``.
-    """
+class StoredMessages:
+    """A stored conversation: a prolly tree of closed leaves plus the open tail's ids."""
 
     root: ObjectId
+    tree_length: int
+    tail: tuple[ObjectId, ...]
     ids: Sequence[ObjectId]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageBase:
+    """A stored conversation whose first ``keep`` messages the new snapshot shares unchanged."""
+
+    previous: StoredMessages
     keep: int
 
 
@@ -50,9 +56,42 @@ class WrittenSnapshot:
     """What :func:`write_snapshot` produced: ids plus the encoded objects to store."""
 
     snapshot_id: ObjectId
-    messages_root: ObjectId
-    message_ids: list[ObjectId]
+    messages: StoredMessages
     objects: dict[ObjectId, bytes]
+
+
+def store_messages(
+    db: ObjectDB,
+    ids: list[ObjectId],
+    out: dict[ObjectId, bytes],
+    previous: StoredMessages | None = None,
+    keep: int | None = None,
+) -> StoredMessages:
+    """Arrange message ids as (tree of closed leaves, open tail), reusing ``previous``.
+
+    ``keep`` is how many leading ids are known equal to ``previous``'s (computed if omitted).
+    Appends touch the tree only when a leaf closes; rewrites splice it after the shared prefix.
+    """
+    if previous is None:
+        closed = prolly.closed_length(ids)
+        root = prolly.build(ids[:closed], out, db)
+        return StoredMessages(root, closed, tuple(ids[closed:]), ids)
+    if keep is None:
+        keep = prolly.prefix_length(previous.ids, ids)
+    tree_length = previous.tree_length
+    if keep >= tree_length:
+        pending = ids[tree_length:]
+        closed = prolly.closed_length(pending)
+        root = previous.root
+        if closed:
+            root = prolly.splice(db, root, tree_length, pending[:closed], out)
+        return StoredMessages(root, tree_length + closed, tuple(pending[closed:]), ids)
+    closed = prolly.closed_length(ids)
+    if keep <= closed:
+        root = prolly.splice(db, previous.root, keep, ids[keep:closed], out)
+    else:
+        root = prolly.splice(db, previous.root, closed, (), out)
+    return StoredMessages(root, closed, tuple(ids[closed:]), ids)
 
 
 def _doc_id(value: Any, path: str, db: ObjectDB, out: dict[ObjectId, bytes]) -> ObjectId:
@@ -105,30 +144,24 @@ def write_snapshot(
     serializer: StateSerializer,
     *,
     base: MessageBase | None = None,
-    previous: tuple[ObjectId, Sequence[ObjectId]] | None = None,
+    previous: StoredMessages | None = None,
     exclude_state: frozenset[str] = frozenset(),
 ) -> WrittenSnapshot:
     """Encode ``snapshot`` into objects, re-encoding only messages ``base`` cannot vouch for.
 
     Without ``base`` every message is encoded; the tree is then spliced onto ``previous`` (a
-    stored conversation's root and ids) after their common prefix, or built from scratch.
+    stored conversation) after their common prefix, or built from scratch.
     Raises ``SerializationError`` (naming the key or message) before anything is written.
     """
     out: dict[ObjectId, bytes] = {}
     messages = snapshot.messages
-    if base is not None and 0 <= base.keep <= min(len(base.ids), len(messages)):
+    if base is not None and 0 <= base.keep <= min(len(base.previous.ids), len(messages)):
         new_ids = encode_messages(messages, base.keep, db, out)
-        root = prolly.splice(db, base.root, base.keep, new_ids, out)
-        message_ids = [*base.ids[: base.keep], *new_ids]
+        ids = [*base.previous.ids[: base.keep], *new_ids]
+        stored = store_messages(db, ids, out, base.previous, base.keep)
     else:
-        message_ids = encode_messages(messages, 0, db, out)
-        if previous is not None:
-            keep = prolly.prefix_length(previous[1], message_ids)
-            root = prolly.splice(db, previous[0], keep, message_ids[keep:], out)
-        else:
-            root = prolly.build(message_ids, out)
-
-    state_ids: dict[str, ObjectId] = {}
+        stored = store_messages(db, encode_messages(messages, 0, db, out), out, previous)
+    state_values: dict[str, MapValue] = {}
     for key, value in snapshot.state.items():
         if key in exclude_state:
             continue
@@ -137,26 +170,36 @@ def write_snapshot(
                 f"state key {key!r} is a {type(key).__name__}; state keys must be strings", str(key)
             )
         data = serializer.serialize(value, f"state[{key!r}]")
+        if len(data) <= INLINE_LIMIT:
+            state_values[key] = Inline(data)
+            continue
         object_id, encoded = encode_with_id(Blob(data))
         if len(encoded) > chunking.CHUNK_THRESHOLD:
             object_id = _large_id(encoded, db, out)
         elif object_id not in db.known:
             out[object_id] = encoded
-        state_ids[key] = object_id
-    extras_ids = {
-        str(key): _doc_id(value, f"extras[{key!r}]", db, out)
-        for key, value in snapshot.extras.items()
-    }
+        state_values[key] = object_id
+    extras_values: dict[str, MapValue] = {}
+    for key, value in snapshot.extras.items():
+        path = f"extras[{key!r}]"
+        object_id = _doc_id(value, path, db, out)
+        encoded = out.get(object_id)
+        if encoded is not None and len(encoded) <= INLINE_LIMIT:
+            del out[object_id]
+            extras_values[str(key)] = Inline(value)
+        else:
+            extras_values[str(key)] = object_id
     snapshot_object = SnapshotObject(
         kind=snapshot.kind,
-        messages=root,
-        state=build_map(state_ids, out),
-        extras=build_map(extras_ids, out),
+        messages=stored.root,
+        tail=stored.tail,
+        state=build_map(state_values, out),
+        extras=build_map(extras_values, out),
         state_codec=serializer.name,
     )
     snapshot_id, encoded = encode_with_id(snapshot_object)
     out[snapshot_id] = encoded
-    return WrittenSnapshot(snapshot_id, root, message_ids, out)
+    return WrittenSnapshot(snapshot_id, stored, out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,8 +208,7 @@ class ReadSnapshot:
 
     snapshot: Snapshot
     snapshot_id: ObjectId
-    messages_root: ObjectId
-    message_ids: list[ObjectId]
+    messages: StoredMessages
     state_codec: str
 
 
@@ -179,28 +221,36 @@ def load_snapshot_object(db: ObjectDB, snapshot_id: ObjectId) -> SnapshotObject:
 
 
 def read_values(
-    db: ObjectDB, entries: Mapping[str, ObjectId], serializer: StateSerializer | None
+    db: ObjectDB, entries: Mapping[str, MapValue], serializer: StateSerializer | None
 ) -> dict[str, Any]:
-    """Decode a map's values: documents as-is, blobs through ``serializer``."""
-    values = db.load_values(entries.values())
+    """Decode a map's values: documents as-is, serialized state through ``serializer``."""
+    values = db.load_values(v for v in entries.values() if isinstance(v, bytes))
     result: dict[str, Any] = {}
-    for key, object_id in entries.items():
-        value = values[object_id]
+    for key, entry in entries.items():
+        if isinstance(entry, Inline):
+            if serializer is None:
+                # Inline documents live in a cached node: hand out a private copy.
+                result[key] = copy.deepcopy(entry.value)
+            elif isinstance(entry.value, bytes):
+                result[key] = serializer.deserialize(entry.value, f"state[{key!r}]")
+            else:
+                raise CorruptObject("(inline)", f"state[{key!r}] should hold serialized bytes")
+            continue
+        value = values[entry]
         if isinstance(value, Doc):
             result[key] = value.value
         elif serializer is None:
-            raise CorruptObject(to_hex(object_id), f"extras[{key!r}] should be a document")
+            raise CorruptObject(to_hex(entry), f"extras[{key!r}] should be a document")
         else:
             result[key] = serializer.deserialize(value.data, f"state[{key!r}]")
     return result
 
 
-def read_snapshot(
-    db: ObjectDB, snapshot_id: ObjectId, serializer: StateSerializer
-) -> ReadSnapshot:
+def read_snapshot(db: ObjectDB, snapshot_id: ObjectId, serializer: StateSerializer) -> ReadSnapshot:
     """Read a snapshot back into fresh Python objects."""
     obj = load_snapshot_object(db, snapshot_id)
-    message_ids = prolly.items(db, obj.messages)
+    stored = stored_messages(db, obj)
+    message_ids = stored.ids
     docs = db.load_values(message_ids)
     messages: list[dict[str, Any]] = []
     seen: set[ObjectId] = set()
@@ -217,11 +267,28 @@ def read_snapshot(
     snapshot = Snapshot.model_construct(
         kind=obj.kind, messages=messages, state=state, extras=extras
     )
-    return ReadSnapshot(snapshot, snapshot_id, obj.messages, message_ids, obj.state_codec)
+    return ReadSnapshot(snapshot, snapshot_id, stored, obj.state_codec)
+
+
+def stored_messages(db: ObjectDB, obj: SnapshotObject) -> StoredMessages:
+    """Return the stored conversation of a snapshot object, with every message id."""
+    tree_ids = prolly.items(db, obj.messages)
+    return StoredMessages(obj.messages, len(tree_ids), obj.tail, [*tree_ids, *obj.tail])
+
+
+def message_ids_from(db: ObjectDB, obj: SnapshotObject, start: int) -> list[ObjectId]:
+    """Return a snapshot's message ids from position ``start`` on."""
+    tree_length = prolly.length(db, obj.messages)
+    if start >= tree_length:
+        return list(obj.tail[start - tree_length :])
+    return [*prolly.items_from(db, obj.messages, start), *obj.tail]
 
 
 __all__ = [
     "MessageBase",
+    "StoredMessages",
+    "message_ids_from",
+    "stored_messages",
     "ReadSnapshot",
     "Snapshot",
     "WrittenSnapshot",

@@ -88,10 +88,15 @@ class MemoryStore(Store):
         return self._symbolic.get(name)
 
     def set_symbolic(self, name: str, target: str, message: str = "") -> None:
-        """Make ``name`` a symbolic ref to ``target``."""
+        """Make ``name`` a symbolic ref to ``target`` (a ``message`` logs the move)."""
         with self._lock:
+            current = self._symbolic.get(name)
+            old = self._refs.get(current) if current is not None else self._refs.get(name)
             self._symbolic[name] = target
             self._refs.pop(name, None)
+            if message:
+                entry = ReflogEntry(old, self._refs.get(target), self.now(), message)
+                self._reflogs.setdefault(name, []).append(entry)
 
     def update_refs(
         self, updates: Sequence[RefUpdate], objects: Mapping[ObjectId, bytes] | None = None

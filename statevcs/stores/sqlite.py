@@ -37,9 +37,11 @@ CREATE TABLE IF NOT EXISTS reflog (
     old BLOB,
     new BLOB,
     ts REAL NOT NULL,
-    message TEXT NOT NULL
+    message TEXT NOT NULL,
+    also TEXT
 );
 CREATE INDEX IF NOT EXISTS reflog_by_name ON reflog (name, seq);
+CREATE INDEX IF NOT EXISTS reflog_by_also ON reflog (also, seq) WHERE also IS NOT NULL;
 CREATE TABLE IF NOT EXISTS config (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -197,13 +199,27 @@ class SQLiteStore(Store):
         return str(rows[0][0]) if rows and rows[0][0] is not None else None
 
     def set_symbolic(self, name: str, target: str, message: str = "") -> None:
-        """Make ``name`` a symbolic ref to ``target``."""
+        """Make ``name`` a symbolic ref to ``target`` (a ``message`` logs the move)."""
         with self._write() as db:
+            old = self._value(db, name) if message else None
             db.execute(
                 "INSERT INTO refs (name, target, symbolic) VALUES (?, NULL, ?) "
                 "ON CONFLICT(name) DO UPDATE SET target = NULL, symbolic = excluded.symbolic",
                 (name, target),
             )
+            if message:
+                db.execute(
+                    "INSERT INTO reflog (name, old, new, ts, message) VALUES (?, ?, ?, ?, ?)",
+                    (name, old, self._value(db, target), self.now(), message),
+                )
+
+    @staticmethod
+    def _value(db: sqlite3.Connection, name: str) -> ObjectId | None:
+        """Return the value of ``name``, following one symbolic step."""
+        row = db.execute("SELECT target, symbolic FROM refs WHERE name = ?", (name,)).fetchone()
+        if row is not None and row[1] is not None:
+            row = db.execute("SELECT target FROM refs WHERE name = ?", (row[1],)).fetchone()
+        return row[0] if row is not None and isinstance(row[0], bytes) else None
 
     def update_refs(
         self, updates: Sequence[RefUpdate], objects: Mapping[ObjectId, bytes] | None = None
@@ -214,6 +230,15 @@ class SQLiteStore(Store):
                 self._insert(db, objects)
             current: dict[str, ObjectId | None] = {}
             for update in updates:
+                if isinstance(update.expected, bytes) and update.new is not None:
+                    # Fast path: one conditional UPDATE is the compare-and-swap.
+                    cursor = db.execute(
+                        "UPDATE refs SET target = ?, symbolic = NULL WHERE name = ? AND target = ?",
+                        (update.new, update.name, update.expected),
+                    )
+                    if cursor.rowcount == 1:
+                        current[update.name] = update.expected
+                        continue
                 row = db.execute(
                     "SELECT target FROM refs WHERE name = ?", (update.name,)
                 ).fetchone()
@@ -222,8 +247,6 @@ class SQLiteStore(Store):
                 if update.expected is not ANY and value != update.expected:
                     expected = update.expected if isinstance(update.expected, bytes) else None
                     raise RefConflict(update.name, _hex(expected), _hex(value))
-            now = self.now()
-            for update in updates:
                 if update.new is None:
                     db.execute("DELETE FROM refs WHERE name = ?", (update.name,))
                 else:
@@ -232,16 +255,29 @@ class SQLiteStore(Store):
                         "ON CONFLICT(name) DO UPDATE SET target = excluded.target, symbolic = NULL",
                         (update.name, update.new),
                     )
-                for log_name in (update.name, *update.log_also):
-                    db.execute(
-                        "INSERT INTO reflog (name, old, new, ts, message) VALUES (?, ?, ?, ?, ?)",
-                        (log_name, current[update.name], update.new, now, update.message),
-                    )
+            now = self.now()
+            # One row per movement; ``also`` names a second ref whose log shares it (HEAD).
+            rows = []
+            for update in updates:
+                old = current[update.name]
+                also = update.log_also[0] if update.log_also else None
+                rows.append((update.name, old, update.new, now, update.message, also))
+                rows.extend(
+                    (extra, old, update.new, now, update.message, None)
+                    for extra in update.log_also[1:]
+                )
+            db.executemany(
+                "INSERT INTO reflog (name, old, new, ts, message, also) VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
 
     def reflog(self, name: str) -> list[ReflogEntry]:
         """Return the reflog of ``name``, newest first."""
         rows = self._query(
-            "SELECT old, new, ts, message FROM reflog WHERE name = ? ORDER BY seq DESC", (name,)
+            "SELECT seq, old, new, ts, message FROM reflog WHERE name = ? "
+            "UNION ALL SELECT seq, old, new, ts, message FROM reflog WHERE also = ? "
+            "ORDER BY seq DESC",
+            (name, name),
         )
         return [
             ReflogEntry(
@@ -250,13 +286,24 @@ class SQLiteStore(Store):
                 float(ts),  # type: ignore[arg-type]
                 str(message),
             )
-            for old, new, ts, message in rows
+            for _seq, old, new, ts, message in rows
         ]
 
     def delete_reflog(self, name: str) -> None:
         """Forget the reflog of ``name``."""
         with self._write() as db:
+            # Rows shared with another log (a branch's moves that HEAD also logged) stay theirs.
+            db.execute(
+                "UPDATE reflog SET name = also, also = NULL WHERE name = ? AND also IS NOT NULL",
+                (name,),
+            )
+            # Shared rows stay with the other ref that logged them.
+            db.execute(
+                "UPDATE reflog SET name = also, also = NULL WHERE name = ? AND also IS NOT NULL",
+                (name,),
+            )
             db.execute("DELETE FROM reflog WHERE name = ?", (name,))
+            db.execute("UPDATE reflog SET also = NULL WHERE also = ?", (name,))
 
     # --- config -------------------------------------------------------------
 
@@ -309,7 +356,9 @@ class _Transaction:
                     db.execute("COMMIT")
                 except sqlite3.Error as error:
                     db.execute("ROLLBACK")
-                    raise StoreError(f"SQLite commit failed on {self._store.path}: {error}") from error
+                    raise StoreError(
+                        f"SQLite commit failed on {self._store.path}: {error}"
+                    ) from error
             else:
                 db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):

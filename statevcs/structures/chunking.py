@@ -17,9 +17,7 @@ MAX_CHUNK = 64 * 1024
 
 _M64 = (1 << 64) - 1
 # 256 pseudo-random 64-bit values derived from a fixed seed: stable across versions.
-_GEAR = tuple(
-    int.from_bytes(hash_bytes(b"statevcs-gear-%d" % i)[:8], "little") for i in range(256)
-)
+_GEAR = tuple(int.from_bytes(hash_bytes(b"statevcs-gear-%d" % i)[:8], "little") for i in range(256))
 # Normalized chunking: a stricter mask before the average size, a looser one after it.
 _MASK_SMALL = 0x0000D9F003530000  # 15 one-bits
 _MASK_LARGE = 0x0000D90003530000  # 11 one-bits

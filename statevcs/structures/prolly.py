@@ -1,7 +1,7 @@
 """A prolly list: a content-defined B-tree of item ids (the conversation's message ids).
 
 Node boundaries depend only on the entries themselves: a node ends after an entry whose id has
-its low ``BOUNDARY_BITS`` bits zero (average fan-out 32), or after ``MAX_ENTRIES`` entries. So
+its low ``BOUNDARY_BITS`` bits zero (average fan-out 8), or after ``MAX_ENTRIES`` entries. So
 the same list always has the same root, however it was built (history independence); appending
 k items rewrites only the rightmost path (k items + O(log n) nodes); two lists that share a
 prefix share every node of that prefix; and a diff skips equal, aligned subtrees.
@@ -20,9 +20,9 @@ from ..hashing import ObjectId, to_hex
 from ..objects import ListNode, encode_with_id
 from .reader import ObjectReader
 
-BOUNDARY_BITS = 5
+BOUNDARY_BITS = 3
 _MASK = (1 << BOUNDARY_BITS) - 1
-MAX_ENTRIES = 128
+MAX_ENTRIES = 64
 
 
 def _chunk(level: int, ids: Sequence[ObjectId], counts: Sequence[int]) -> list[ListNode]:
@@ -52,6 +52,8 @@ class _Builder:
         object_id, data = encode_with_id(node)
         self.out[object_id] = data
         self.fresh[object_id] = node
+        if self.reader is not None:
+            self.reader.remember(object_id, node)
         return object_id, node.total
 
     def node(self, object_id: ObjectId) -> ListNode:
@@ -78,6 +80,21 @@ class _Builder:
             produced = _chunk(level, [r[0] for r in refs], [r[1] for r in refs])
 
 
+def closed_length(ids: Sequence[ObjectId]) -> int:
+    """Return how many leading ``ids`` fill closed leaves, chunking from a leaf start.
+
+    A leaf is closed when it ends at a boundary entry or reaches ``MAX_ENTRIES``; what follows
+    the last closed leaf is the open tail a snapshot keeps inline.
+    """
+    closed = 0
+    start = 0
+    limit = MAX_ENTRIES - 1
+    for i, entry in enumerate(ids):
+        if not entry[-1] & _MASK or i - start >= limit:
+            closed = start = i + 1
+    return closed
+
+
 def load_node(reader: ObjectReader, object_id: ObjectId) -> ListNode:
     """Load a list node, raising ``CorruptObject`` if the id names something else."""
     node = reader.load(object_id)
@@ -86,9 +103,11 @@ def load_node(reader: ObjectReader, object_id: ObjectId) -> ListNode:
     return node
 
 
-def build(ids: Sequence[ObjectId], out: dict[ObjectId, bytes]) -> ObjectId:
+def build(
+    ids: Sequence[ObjectId], out: dict[ObjectId, bytes], reader: ObjectReader | None = None
+) -> ObjectId:
     """Build the prolly list of ``ids`` from scratch; return its root id."""
-    return _Builder(None, out).finish(_chunk(0, ids, ()))
+    return _Builder(reader, out).finish(_chunk(0, ids, ()))
 
 
 def empty(out: dict[ObjectId, bytes]) -> ObjectId:
@@ -152,6 +171,24 @@ def get(reader: ObjectReader, root: ObjectId, index: int) -> ObjectId:
                 break
             index -= count
     return node.ids[index]
+
+
+def items_from(reader: ObjectReader, root: ObjectId, start: int) -> list[ObjectId]:
+    """Return the item ids from ``start`` to the end, reading only the needed subtrees."""
+    node = load_node(reader, root)
+    if start <= 0:
+        return items(reader, root)
+    if start >= node.total:
+        return []
+    if node.level == 0:
+        return list(node.ids[start:])
+    result: list[ObjectId] = []
+    offset = 0
+    for child, count in zip(node.ids, node.counts):
+        if offset + count > start:
+            result.extend(items_from(reader, child, start - offset))
+        offset += count
+    return result
 
 
 def items(reader: ObjectReader, root: ObjectId) -> list[ObjectId]:
@@ -246,7 +283,9 @@ def diff(reader: ObjectReader, old_root: ObjectId, new_root: ObjectId) -> ListDi
         while queue:
             if queue[0][1] == _ITEM:
                 item = queue.popleft()[0]
-                changes.append(ItemChange(pos, item, None) if is_old else ItemChange(pos, None, item))
+                changes.append(
+                    ItemChange(pos, item, None) if is_old else ItemChange(pos, None, item)
+                )
                 pos += 1
             else:
                 expand(queue)
@@ -267,4 +306,3 @@ def prefix_length(a: Sequence[ObjectId], b: Sequence[ObjectId]) -> int:
         else:
             high = mid - 1
     return low
-

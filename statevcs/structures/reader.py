@@ -19,3 +19,7 @@ class ObjectReader(Protocol):
     def load_many(self, ids: Iterable[ObjectId]) -> dict[ObjectId, StoredObject]:
         """Return every named object, keyed by id."""
         ...
+
+    def remember(self, object_id: ObjectId, obj: StoredObject) -> None:
+        """Cache a freshly built object so the next commit need not read it back."""
+        ...

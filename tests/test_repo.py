@@ -1,0 +1,436 @@
+"""Repository porcelain: commit, checkout, branches, log, diff, gc, fsck, stats, failure safety."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import statevcs
+from statevcs import Repo
+from statevcs.objects import CommitObject, ListNode, SnapshotObject, decode, kind_of
+from statevcs.stores.sqlite import DB_FILENAME
+
+
+def message(i: int, size: int = 40) -> dict[str, Any]:
+    role = "user" if i % 2 == 0 else "assistant"
+    return {"role": role, "content": [{"text": f"message {i} " + "x" * size}]}
+
+
+def object_count(repo: Repo) -> int:
+    return sum(1 for _ in repo.store.iter_objects())
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def repo(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Repo]:
+    target = "memory://" if request.param == "memory" else tmp_path / "repo"
+    with Repo.init(target) as repository:
+        yield repository
+
+
+def test_commit_log_checkout_branch_show(repo: Repo) -> None:
+    state: dict[str, Any] = {"messages": [], "counter": 0}
+    commits = []
+    for i in range(6):
+        state["messages"].append(message(i))
+        state["counter"] = i
+        commits.append(repo.commit(state, message=f"turn {i}", metadata={"user_id": "123"}))
+    assert [c.message for c in repo.log("main")] == [f"turn {i}" for i in reversed(range(6))]
+    assert commits[-1].parents == (commits[-2].id,)
+    assert commits[0].parents == ()
+    assert commits[-1].metadata == {"user_id": "123"}
+    assert commits[-1].timestamp.tzinfo is not None
+
+    restored = repo.checkout(state, "main~3")
+    assert restored.id == commits[2].id
+    assert state["counter"] == 2
+    assert state["messages"] == [message(i) for i in range(3)]
+
+    repo.branch("experiment", start="main~2")
+    snap = repo.show("experiment")
+    assert isinstance(snap, statevcs.Snapshot)
+    assert snap.state == {"counter": 3}
+    assert len(snap.messages) == 4
+    assert repo.branches() == {"experiment": commits[3].id, "main": commits[5].id}
+    assert [c.id for c in repo.log("main", limit=2)] == [commits[5].id, commits[4].id]
+
+
+def test_dict_follows_head_and_detached_commit_needs_branch(repo: Repo) -> None:
+    state: dict[str, Any] = {"messages": [message(0)], "n": 0}
+    repo.commit(state, message="one")
+    state["n"] = 1
+    repo.commit(state, message="two")
+    repo.checkout(state, "main~1")
+    assert repo.head_branch is None
+    state["n"] = 5
+    with pytest.raises(statevcs.DetachedHead, match="branch="):
+        repo.commit(state, message="lost?")
+    assert repo.get_commit("main").message == "two"
+    forked = repo.commit(state, message="fork", branch="what-if")
+    assert repo.head_branch == "what-if"
+    assert forked.parents == (repo.resolve("main~1"),)
+    state["n"] = 6
+    assert repo.commit(state, message="next").parents == (forked.id,)
+    repo.checkout(state, "main")
+    assert repo.head_branch == "main" and state["n"] == 1
+
+
+def test_weakrefable_objects_remember_their_branch(repo: Repo) -> None:
+    first = statevcs.Snapshot(messages=[message(0)], state={"who": "a"})
+    repo.commit(first, message="root")
+    repo.branch("b")
+    second = statevcs.Snapshot()
+    repo.checkout(second, "b")
+    second.state["who"] = "b"
+    first.state["who"] = "a2"
+    on_b = repo.commit(second, message="on b")
+    on_main = repo.commit(first, message="on main")
+    assert repo.get_commit("b").id == on_b.id
+    assert repo.get_commit("main").id == on_main.id
+    assert repo.attached_branch(second) == "b"
+    assert repo.show("b").state == {"who": "b"}
+
+
+def test_dict_without_messages_key_round_trips(repo: Repo) -> None:
+    state: dict[str, Any] = {"a": 1}
+    repo.commit(state)
+    state["a"] = 2
+    repo.commit(state)
+    repo.checkout(state, "HEAD~1")
+    assert state == {"a": 1}
+
+
+def test_diff_reports_messages_and_state(repo: Repo) -> None:
+    state: dict[str, Any] = {"messages": [message(i) for i in range(10)], "a": 1, "b": 2}
+    repo.commit(state)
+    state["messages"][3] = message(99)
+    state["messages"].append(message(10))
+    state["a"] = 5
+    del state["b"]
+    state["c"] = [1]
+    repo.commit(state)
+    diff = repo.diff("main~1", "main")
+    assert diff.messages.common_prefix == 3
+    assert [(c.index, c.kind) for c in diff.messages.changes] == [(3, "changed"), (10, "added")]
+    assert diff.messages.changes[0].new == message(99)
+    assert [(c.key, c.kind, c.old, c.new) for c in diff.state] == [
+        ("a", "changed", 1, 5),
+        ("b", "removed", 2, None),
+        ("c", "added", None, [1]),
+    ]
+    text = str(diff)
+    assert "~ a: 1 -> 5" in text and "+ [10]" in text
+    assert repo.diff("main", "main").is_empty
+
+
+def test_diff_cost_follows_the_difference(repo: Repo) -> None:
+    state: dict[str, Any] = {"messages": [message(i, 10) for i in range(10_000)]}
+    repo.commit(state)
+    state["messages"][5_000] = message(-1)
+    repo.commit(state)
+    diff = repo.diff("main~1", "main")
+    assert [c.index for c in diff.messages.changes] == [5_000]
+    assert diff.nodes_visited < 20  # 10,000 messages span ~320 leaves
+
+
+def _written_by_append(repo: Repo, state: dict[str, Any], start: int) -> int:
+    before = object_count(repo)
+    state["messages"].extend([message(start), message(start + 1)])
+    repo.commit(state, message="append")
+    return object_count(repo) - before
+
+
+def _tree_height(repo: Repo) -> int:
+    snapshot = repo.db.load(bytes.fromhex(repo.get_commit("HEAD").snapshot_id))
+    assert isinstance(snapshot, SnapshotObject)
+    root = repo.db.load(snapshot.messages)
+    assert isinstance(root, ListNode)
+    return root.level + 1
+
+
+@pytest.mark.parametrize(
+    ("n", "expected"),
+    [
+        (100, [4, 4, 8, 4, 4, 8, 4, 8, 8, 4]),
+        (10_000, [4, 4, 4, 4, 4, 10, 4, 4, 4, 4]),
+    ],
+)
+def test_objects_written_per_append_grow_like_log_n(n: int, expected: list[int]) -> None:
+    """Appending 2 messages writes 2 messages + snapshot + commit, plus the tree path
+    (one node per level) only when the append closes a leaf."""
+    repo = Repo.init("memory://")
+    state: dict[str, Any] = {"messages": [message(i) for i in range(n)]}
+    repo.commit(state)
+    written = [_written_by_append(repo, state, n + 2 * k) for k in range(10)]
+    height = _tree_height(repo)
+    assert height == (4 if n == 100 else 6)  # grows like log8(n)
+    for count in written:
+        assert count == 4 or 4 + 1 <= count <= 4 + height + 1
+    assert written == expected
+
+
+def test_forks_share_storage() -> None:
+    repo = Repo.init("memory://")
+    state: dict[str, Any] = {"messages": [], "turn": 0}
+    for i in range(500):
+        state["messages"].extend([message(2 * i, 200), message(2 * i + 1, 600)])
+        state["turn"] = i
+        repo.commit(state, message=f"turn {i}")
+    single = repo.stats().bytes_stored
+    fork_bytes = 0
+    for f in range(10):
+        repo.branch(f"fork-{f}", start="main")
+        fork = statevcs.Snapshot()
+        repo.checkout(fork, f"fork-{f}")
+        for t in range(10):
+            new = [message(10_000 + 100 * f + 2 * t, 200), message(10_001 + 100 * f + 2 * t, 600)]
+            fork.messages.extend(new)
+            fork_bytes += sum(len(statevcs.objects.encode_doc(m)) for m in new)
+            repo.commit(fork, message=f"fork {f} turn {t}")
+    stats = repo.stats()
+    assert stats.commits == 600
+    assert stats.bytes_stored < 1.2 * (single + fork_bytes)
+    assert stats.dedup_ratio > 50
+
+
+def test_serialization_error_writes_nothing(repo: Repo) -> None:
+    state: dict[str, Any] = {"messages": [message(0)], "ok": 1}
+    good = repo.commit(state)
+    before = object_count(repo)
+    state["when"] = dt.datetime(2026, 1, 1)
+    state["messages"].append(message(1))
+    with pytest.raises(statevcs.SerializationError, match="when"):
+        repo.commit(state)
+    assert object_count(repo) == before
+    assert repo.resolve("main") == good.id
+    state.pop("when")
+    state["messages"].append({"role": "user", "content": object()})
+    with pytest.raises(statevcs.SerializationError, match=r"messages\[2\]"):
+        repo.commit(state)
+    assert object_count(repo) == before
+
+
+def test_crash_between_objects_and_ref_leaves_repository_consistent(tmp_path: Path) -> None:
+    repo = Repo.init(tmp_path / "repo")
+    state: dict[str, Any] = {"messages": [message(0)], "n": 0}
+    good = repo.commit(state)
+
+    original = repo.store.update_refs
+
+    def crash(updates: Any, objects: Any = None) -> None:
+        repo.store.put_many(objects or {})  # the objects land ...
+        raise OSError("simulated crash before the ref moved")  # ... the ref does not
+
+    repo.store.update_refs = crash  # type: ignore[method-assign]
+    state["messages"].append(message(1))
+    state["n"] = 1
+    with pytest.raises(OSError):
+        repo.commit(state)
+    repo.store.update_refs = original  # type: ignore[method-assign]
+    repo.close()
+
+    reopened = Repo.open(tmp_path / "repo")
+    assert reopened.resolve("main") == good.id
+    report = reopened.fsck()
+    assert report.ok, report.problems
+    assert report.dangling > 0
+    gc = reopened.gc(grace=dt.timedelta(0))
+    assert gc.deleted == report.dangling
+    assert reopened.fsck().dangling == 0
+
+
+def test_fsck_reports_corruption_without_raising(tmp_path: Path) -> None:
+    repo = Repo.init(tmp_path / "repo")
+    state: dict[str, Any] = {"messages": [message(i) for i in range(3)], "n": 1}
+    repo.commit(state)
+    stored = repo.store.get_many(i for i, _ in repo.store.iter_objects())
+    docs = sorted(i for i, data in stored.items() if kind_of(decode(i, data)) == "doc")
+    repo.close()
+    db = sqlite3.connect(tmp_path / "repo" / DB_FILENAME)
+    db.execute("UPDATE objects SET data = X'00' WHERE id = ?", (docs[0],))
+    db.execute("DELETE FROM objects WHERE id = ?", (docs[1],))
+    db.commit()
+    db.close()
+    report = Repo.open(tmp_path / "repo").fsck()
+    assert not report.ok
+    assert any("corrupt" in p for p in report.problems)
+    assert any("missing" in p for p in report.problems)
+
+
+def test_corrupt_object_is_detected_on_read(tmp_path: Path) -> None:
+    repo = Repo.init(tmp_path / "repo")
+    commit = repo.commit({"messages": [message(0)], "n": 1})
+    repo.close()
+    db = sqlite3.connect(tmp_path / "repo" / DB_FILENAME)
+    snapshot_id = bytes.fromhex(commit.snapshot_id)
+    data = db.execute("SELECT data FROM objects WHERE id = ?", (snapshot_id,)).fetchone()[0]
+    db.execute("UPDATE objects SET data = ? WHERE id = ?", (data[:-1] + b"\x00", snapshot_id))
+    db.commit()
+    db.close()
+    with pytest.raises(statevcs.CorruptObject, match=commit.snapshot_id):
+        Repo.open(tmp_path / "repo").show("main")
+
+
+def test_gc_keeps_reachable_and_reflogged_history(repo: Repo) -> None:
+    state: dict[str, Any] = {"messages": [], "n": 0}
+    for i in range(5):
+        state["messages"].append(message(i))
+        state["n"] = i
+        repo.commit(state)
+    repo.reset("main", "main~2")
+    report = repo.gc(grace=dt.timedelta(0))
+    assert report.deleted == 0  # the reflog still reaches the reset-away commits
+    assert len(list(repo.log("main@{1}"))) == 5
+    repo.branch("tmp")
+    repo.checkout(state, "tmp")
+    state["n"] = 100
+    repo.commit(state)
+    repo.checkout(state, "main")
+    repo.delete_branch("tmp")
+    assert repo.gc(grace=dt.timedelta(days=1)).deleted == 0  # too recent
+    later = repo.gc(grace=dt.timedelta(0), dry_run=True)
+    assert later.dry_run
+    assert repo.fsck().ok
+
+
+def test_reflog_and_reset(repo: Repo) -> None:
+    state: dict[str, Any] = {"n": 0}
+    ids = []
+    for i in range(3):
+        state["n"] = i
+        ids.append(repo.commit(state, message=f"c{i}").id)
+    repo.reset("main", ids[0])
+    log = repo.reflog("main")
+    assert log[0].message.startswith("reset")
+    assert [e.new for e in log] == [ids[0], ids[2], ids[1], ids[0]]
+    assert repo.resolve("main@{1}") == ids[2]
+    assert repo.resolve("HEAD@{1}") == ids[2]
+
+
+def test_tags_and_errors(repo: Repo) -> None:
+    repo.commit({"n": 1}, message="one")
+    repo.tag("v1")
+    assert repo.tags() == {"v1": repo.resolve("main")}
+    with pytest.raises(statevcs.RefExists):
+        repo.tag("v1")
+    with pytest.raises(statevcs.InvalidRefName):
+        repo.branch("bad..name")
+    with pytest.raises(statevcs.UnknownRevision):
+        repo.show("nope")
+    with pytest.raises(statevcs.RefNotFound):
+        repo.delete_branch("nope")
+    with pytest.raises(statevcs.RepositoryError, match="HEAD is on it"):
+        repo.delete_branch("main")
+    repo.branch("v1")
+    with pytest.raises(statevcs.AmbiguousRevision, match="refs/heads/v1"):
+        repo.resolve("v1")
+    assert repo.resolve("refs/tags/v1") == repo.resolve("main")
+
+
+def test_every_error_is_a_statevcs_error() -> None:
+    for name in statevcs.__all__:
+        value = getattr(statevcs, name)
+        if isinstance(value, type) and issubclass(value, Exception):
+            assert issubclass(value, statevcs.StateVCSError), name
+
+
+def test_init_and_open_errors(tmp_path: Path) -> None:
+    with pytest.raises(statevcs.RepositoryNotFound, match="Repo.init"):
+        Repo.open(tmp_path / "missing")
+    Repo.init(tmp_path / "r").close()
+    with pytest.raises(statevcs.RepositoryExists):
+        Repo.init(tmp_path / "r")
+    with Repo.open(tmp_path / "r") as reopened:
+        assert reopened.head_branch == "main"
+        assert list(reopened.log()) == []
+
+
+def test_transient_keys_are_not_committed_and_survive_checkout(repo: Repo) -> None:
+    connection = object()
+    state: dict[str, Any] = {"messages": [], "n": 1, "db": connection}
+    statevcs.transient(state, "db")
+    repo.commit(state)
+    state["n"] = 2
+    repo.commit(state)
+    assert "db" not in repo.show("main").state
+    repo.checkout(state, "main~1")
+    assert state["db"] is connection and state["n"] == 1
+    statevcs.transient_clear(state)
+
+
+def test_unsupported_object_has_a_clear_error(repo: Repo) -> None:
+    with pytest.raises(statevcs.UnsupportedObject, match="register_adapter"):
+        repo.commit(object())
+
+
+def test_rich_state_with_msgpack_serializer(tmp_path: Path) -> None:
+    import uuid
+    from decimal import Decimal
+
+    serializer = statevcs.MsgpackSerializer()
+    with Repo.init(tmp_path / "r", serializer=serializer) as repo:
+        value = {
+            "when": dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+            "id": uuid.UUID(int=7),
+            "price": Decimal("1.10"),
+        }
+        state: dict[str, Any] = {"messages": [], **value}
+        repo.commit(state)
+        assert repo.show("main").state == value
+    with Repo.open(tmp_path / "r") as plain, pytest.raises(statevcs.SerializationError):
+        plain.show("main")
+
+
+def test_large_values_are_chunked_and_deduplicated(repo: Repo) -> None:
+    rng = random.Random(1)
+    document = rng.randbytes(1_000_000)
+    state: dict[str, Any] = {"messages": [{"role": "user", "content": [{"bytes": document}]}]}
+    repo.commit(state)
+    before = repo.stats().bytes_stored
+    edited = document[:500_000] + b"edit" + document[500_000:]
+    state["messages"][0] = {"role": "user", "content": [{"bytes": edited}]}
+    repo.commit(state)
+    added = repo.stats().bytes_stored - before
+    assert added < 100_000  # a few chunks, not another megabyte
+    assert repo.show("main").messages[0]["content"][0]["bytes"] == edited
+    assert repo.show("main~1").messages[0]["content"][0]["bytes"] == document
+
+
+def test_stats_counts_dedup(repo: Repo) -> None:
+    state: dict[str, Any] = {"messages": []}
+    for i in range(50):
+        state["messages"].append(message(i, 500))
+        repo.commit(state)
+    stats = repo.stats()
+    assert stats.commits == 50
+    assert stats.naive_bytes > 20 * stats.bytes_stored / 2
+    assert stats.dedup_ratio > 5
+    assert stats.branches == {"main": repo.resolve("main")}
+
+
+def test_write_commit_and_set_ref_building_blocks(repo: Repo) -> None:
+    a = repo.commit({"k": 1})
+    snapshot_id = repo.write_snapshot(statevcs.Snapshot(state={"k": 2}))
+    assert repo.read_snapshot(snapshot_id).state == {"k": 2}
+    assert repo.snapshot_codec(snapshot_id) == "json"
+    merge = repo.write_commit(snapshot_id, [a.id, a.id], "two parents")
+    repo.set_ref("refs/heads/main", merge.id, expected=a.id)
+    with pytest.raises(statevcs.RefConflict):
+        repo.set_ref("refs/heads/main", a.id, expected=a.id)
+    assert repo.resolve("main^2") == a.id
+    obj = decode(bytes.fromhex(merge.id), repo.store.get_many([bytes.fromhex(merge.id)])[bytes.fromhex(merge.id)])
+    assert isinstance(obj, CommitObject) and len(obj.parents) == 2
+
+
+def test_same_message_twice_is_not_shared_after_restore(repo: Repo) -> None:
+    state: dict[str, Any] = {"messages": [message(0), message(0)]}
+    repo.commit(state)
+    fresh: dict[str, Any] = {}
+    repo.checkout(fresh, "main")
+    fresh["messages"][0]["role"] = "changed"
+    assert fresh["messages"][1]["role"] == "user"
