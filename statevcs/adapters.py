@@ -101,8 +101,13 @@ def transient(obj: Any, *keys: str) -> None:
     with _lock:
         entry = _transient.get(id(obj))
         if entry is None:
+            key = id(obj)
+
+            def forget(_ref: object, key: int = key) -> None:
+                _transient.pop(key, None)
+
             try:
-                holder: Any = weakref.ref(obj, lambda _ref, key=id(obj): _transient.pop(key, None))
+                holder: Any = weakref.ref(obj, forget)
             except TypeError:
                 holder = obj
             entry = (holder, set())
@@ -149,7 +154,9 @@ class DictAdapter:
                 "message dicts (rename the key if it holds something else)"
             )
         state = {k: v for k, v in obj.items() if k != MESSAGES_KEY and k not in skip}
-        return Snapshot.model_construct(kind=self.kind, messages=messages, state=state, extras=extras)
+        return Snapshot.model_construct(
+            kind=self.kind, messages=messages, state=state, extras=extras
+        )
 
     def restore(self, obj: dict[str, Any], snapshot: Snapshot) -> None:
         """Replace the dict's contents with the snapshot's, keeping transient keys."""

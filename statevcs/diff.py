@@ -12,9 +12,8 @@ from typing import Any, Literal
 
 from .hashing import ObjectId
 from .objectdb import ObjectDB
-from .objects import Doc
+from .objects import Doc, MapValue, SnapshotObject
 from .serializers import StateSerializer, serializer_for
-from .objects import SnapshotObject
 from .snapshot import load_snapshot_object, message_ids_from, read_values
 from .structures import prolly
 from .structures.maps import read_map
@@ -149,10 +148,10 @@ def render(diff: SnapshotDiff) -> str:
 
 
 def _map_changes(
-    old: dict[str, ObjectId],
-    new: dict[str, ObjectId],
-    decode_old: Callable[[dict[str, ObjectId]], dict[str, Any]],
-    decode_new: Callable[[dict[str, ObjectId]], dict[str, Any]],
+    old: dict[str, MapValue],
+    new: dict[str, MapValue],
+    decode_old: Callable[[dict[str, MapValue]], dict[str, Any]],
+    decode_new: Callable[[dict[str, MapValue]], dict[str, Any]],
 ) -> tuple[ValueChange, ...]:
     keys = sorted(set(old) | set(new))
     differing = [k for k in keys if old.get(k) != new.get(k)]

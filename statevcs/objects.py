@@ -9,9 +9,9 @@ that was committed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import msgpack
 
@@ -75,7 +75,7 @@ class Inline:
     value: Any
 
 
-MapValue = Union[ObjectId, Inline]
+MapValue = ObjectId | Inline
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,9 +116,9 @@ class CommitObject:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-StoredObject = Union[Blob, Doc, Chunked, ListNode, MapNode, SnapshotObject, CommitObject]
+StoredObject = Blob | Doc | Chunked | ListNode | MapNode | SnapshotObject | CommitObject
 
-_packb = msgpack.Packer(use_bin_type=True, autoreset=True).pack
+_packb: Callable[[Any], bytes] = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 
 
 def canonical(value: Any) -> Any:

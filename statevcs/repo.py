@@ -6,11 +6,11 @@ import heapq
 import os
 import threading
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .adapters import adapter_for, transient_keys
 from .diff import SnapshotDiff, diff_snapshots
@@ -39,8 +39,16 @@ from .objects import (
     encode_doc,
     encode_with_id,
 )
-from .refs import BRANCH_PREFIX, DEFAULT_BRANCH, HEAD, TAG_PREFIX, branch_ref, check_ref_name
-from .refs import short_name, tag_ref
+from .refs import (
+    BRANCH_PREFIX,
+    DEFAULT_BRANCH,
+    HEAD,
+    TAG_PREFIX,
+    branch_ref,
+    check_ref_name,
+    short_name,
+    tag_ref,
+)
 from .revisions import resolve_revision
 from .serializers import JSONSerializer, StateSerializer
 from .snapshot import (
@@ -55,7 +63,6 @@ from .snapshot import (
 from .stores.base import ANY, Expected, RefUpdate, Store
 from .stores.memory import MemoryStore
 from .stores.sqlite import DB_FILENAME, SQLiteStore
-from .structures import prolly
 from .structures.maps import read_map
 
 if TYPE_CHECKING:
@@ -343,10 +350,10 @@ class Repo:
             return sync.branch, synced
         target = head
         if target is None:
-            head = self.store.get_ref(HEAD)
+            detached = self.store.get_ref(HEAD)
             raise DetachedHead(
-                f"HEAD is detached at {to_hex(head or b'')[:12]}; pass branch='name' to commit, "
-                "or check out a branch first"
+                f"HEAD is detached at {to_hex(detached or b'')[:12]}; pass branch='name' to "
+                "commit, or check out a branch first"
             )
         return target, synced
 
@@ -442,7 +449,7 @@ class Repo:
         ref: str | None,
         expected: Expected = ANY,
         reflog_message: str | None = None,
-        head: str | None | object = ANY,
+        head: str | object | None = ANY,
     ) -> ObjectId:
         moment = timestamp or datetime.now(timezone.utc)
         commit_object = CommitObject(
@@ -665,7 +672,7 @@ class Repo:
         name: str,
         commit_id: str,
         *,
-        expected: str | None | object = ANY,
+        expected: str | object | None = ANY,
         reflog_message: str = "",
     ) -> None:
         """Point full ref ``name`` at ``commit_id`` with compare-and-swap against ``expected``."""

@@ -60,7 +60,7 @@ def parse_revision(text: str) -> Revision:
     if match is not None:
         base = match.group("name") or "@"
         reflog_index = int(match.group("n"))
-    elif "@{" in base:
+    if "@{" in base:
         raise InvalidRevision(f"cannot parse {text!r}: reflog selectors look like name@{{2}}")
     if base == "@":
         base = HEAD
@@ -99,7 +99,9 @@ def _ref_candidates(ctx: RevisionContext, name: str) -> list[str]:
     if name.startswith("refs/"):
         return [name] if ctx.ref_value(name) is not None else []
     return [
-        full for full in (BRANCH_PREFIX + name, TAG_PREFIX + name) if ctx.ref_value(full) is not None
+        full
+        for full in (BRANCH_PREFIX + name, TAG_PREFIX + name)
+        if ctx.ref_value(full) is not None
     ]
 
 

@@ -183,8 +183,8 @@ def write_snapshot(
     for key, value in snapshot.extras.items():
         path = f"extras[{key!r}]"
         object_id = _doc_id(value, path, db, out)
-        encoded = out.get(object_id)
-        if encoded is not None and len(encoded) <= INLINE_LIMIT:
+        fresh = out.get(object_id)
+        if fresh is not None and len(fresh) <= INLINE_LIMIT:
             del out[object_id]
             extras_values[str(key)] = Inline(value)
         else:

@@ -340,7 +340,7 @@ def test_every_error_is_a_statevcs_error() -> None:
 
 
 def test_init_and_open_errors(tmp_path: Path) -> None:
-    with pytest.raises(statevcs.RepositoryNotFound, match="Repo.init"):
+    with pytest.raises(statevcs.RepositoryNotFound, match=r"Repo\.init"):
         Repo.open(tmp_path / "missing")
     Repo.init(tmp_path / "r").close()
     with pytest.raises(statevcs.RepositoryExists):
@@ -423,7 +423,8 @@ def test_write_commit_and_set_ref_building_blocks(repo: Repo) -> None:
     with pytest.raises(statevcs.RefConflict):
         repo.set_ref("refs/heads/main", a.id, expected=a.id)
     assert repo.resolve("main^2") == a.id
-    obj = decode(bytes.fromhex(merge.id), repo.store.get_many([bytes.fromhex(merge.id)])[bytes.fromhex(merge.id)])
+    merge_id = bytes.fromhex(merge.id)
+    obj = decode(merge_id, repo.store.get_many([merge_id])[merge_id])
     assert isinstance(obj, CommitObject) and len(obj.parents) == 2
 
 

@@ -1,6 +1,6 @@
 """Storage backends: the abstract :class:`Store` and its memory and SQLite implementations."""
 
-from .base import ANY, RefUpdate, ReflogEntry, Store
+from .base import ANY, ReflogEntry, RefUpdate, Store
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 

@@ -71,7 +71,7 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def iter_objects(self, *, older_than: float | None = None) -> Iterator[tuple[ObjectId, int]]:
-        """Yield ``(id, stored size)`` of every object (written before ``older_than``, a Unix time)."""
+        """Yield ``(id, stored size)`` of every object, or those written before ``older_than``."""
 
     @abc.abstractmethod
     def ids_in_range(self, low: ObjectId, high: ObjectId, limit: int = 16) -> list[ObjectId]:

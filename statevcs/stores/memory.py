@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from ..errors import RefConflict
 from ..hashing import ObjectId
-from .base import ANY, RefUpdate, ReflogEntry, Store
+from .base import ANY, ReflogEntry, RefUpdate, Store
 
 
 def _hex(value: ObjectId | None) -> str | None:

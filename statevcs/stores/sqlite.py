@@ -15,7 +15,7 @@ from typing import Literal
 
 from ..errors import RefConflict, StoreError
 from ..hashing import ObjectId
-from .base import ANY, RefUpdate, ReflogEntry, Store
+from .base import ANY, ReflogEntry, RefUpdate, Store
 
 DB_FILENAME = "statevcs.sqlite3"
 

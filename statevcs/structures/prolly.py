@@ -145,9 +145,11 @@ def splice(
     produced = _chunk(0, [*node.ids[:pos], *new_ids], ())
     for parent, idx in reversed(path):
         refs = [builder.store(n) for n in produced]
-        ids = [*parent.ids[:idx], *(r[0] for r in refs)]
-        counts = [*parent.counts[:idx], *(r[1] for r in refs)]
-        produced = _chunk(parent.level, ids, counts)
+        produced = _chunk(
+            parent.level,
+            [*parent.ids[:idx], *(r[0] for r in refs)],
+            [*parent.counts[:idx], *(r[1] for r in refs)],
+        )
     return builder.finish(produced)
 
 
