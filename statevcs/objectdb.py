@@ -29,6 +29,7 @@ class ObjectDB:
         self._bytes: OrderedDict[ObjectId, bytes] = OrderedDict()
         self._bytes_size = 0
         self.known: set[ObjectId] = set()
+        self.large_values: dict[bytes, ObjectId] = {}
 
     # --- reading --------------------------------------------------------------
 
@@ -128,3 +129,4 @@ class ObjectDB:
         self._bytes.clear()
         self._bytes_size = 0
         self.known.clear()
+        self.large_values.clear()

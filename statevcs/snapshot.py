@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from blake3 import blake3
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import CorruptObject, SerializationError
@@ -112,29 +113,41 @@ def _doc_id(value: Any, path: str, db: ObjectDB, out: dict[ObjectId, bytes]) -> 
 
 
 def _large_id(data: bytes, db: ObjectDB, out: dict[ObjectId, bytes]) -> ObjectId:
-    return chunking.chunk(data, out)
+    # Chunking is the slow part of a large value; a stored value seen before is found by the
+    # (fast) hash of its whole encoding instead of being chunked again.
+    digest = blake3(data).digest()
+    cached = db.large_values.get(digest)
+    if cached is not None and cached in db.known:
+        return cached
+    object_id = chunking.chunk(data, out)
+    if len(db.large_values) > 10_000:
+        db.large_values.clear()
+    db.large_values[digest] = object_id
+    return object_id
 
 
 def encode_messages(
     messages: Sequence[Any], start: int, db: ObjectDB, out: dict[ObjectId, bytes]
 ) -> list[ObjectId]:
-    """Encode ``messages[start:]`` into ``out``; return their ids."""
+    """Encode ``messages[start:]`` into ``out``; return their ids (the commit hot path)."""
     ids: list[ObjectId] = []
+    append = ids.append
     known = db.known
     threshold = chunking.CHUNK_THRESHOLD
     for index in range(start, len(messages)):
+        message = messages[index]
         try:
-            data = encode_doc(messages[index])
+            data = encode_doc(message)
         except (TypeError, ValueError, OverflowError):
-            ids.append(_doc_id(messages[index], f"messages[{index}]", db, out))
+            append(_doc_id(message, f"messages[{index}]", db, out))
             continue
         if len(data) > threshold:
-            ids.append(_large_id(data, db, out))
+            append(_large_id(data, db, out))
             continue
-        object_id = hash_bytes(data)
+        object_id = blake3(data).digest()
         if object_id not in known:
             out[object_id] = data
-        ids.append(object_id)
+        append(object_id)
     return ids
 
 

@@ -117,7 +117,7 @@ class MemoryStore(Store):
                     self._refs.pop(update.name, None)
                 else:
                     self._refs[update.name] = update.new
-                    self._symbolic.pop(update.name, None)
+                self._symbolic.pop(update.name, None)
                 entry = ReflogEntry(old, update.new, now, update.message)
                 for log_name in (update.name, *update.log_also):
                     self._reflogs.setdefault(log_name, []).append(entry)

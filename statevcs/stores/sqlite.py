@@ -292,11 +292,6 @@ class SQLiteStore(Store):
     def delete_reflog(self, name: str) -> None:
         """Forget the reflog of ``name``."""
         with self._write() as db:
-            # Rows shared with another log (a branch's moves that HEAD also logged) stay theirs.
-            db.execute(
-                "UPDATE reflog SET name = also, also = NULL WHERE name = ? AND also IS NOT NULL",
-                (name,),
-            )
             # Shared rows stay with the other ref that logged them.
             db.execute(
                 "UPDATE reflog SET name = also, also = NULL WHERE name = ? AND also IS NOT NULL",

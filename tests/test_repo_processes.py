@@ -1,0 +1,58 @@
+"""Several processes committing to one SQLite repository lose nothing."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+from typing import Any
+
+import statevcs
+from statevcs import Repo
+
+
+def _writer(folder: str, branch: str, count: int, retry: bool) -> None:
+    repo = Repo.open(folder)
+    state: dict[str, Any] = {"messages": [], "writer": branch}
+    for i in range(count):
+        state["messages"].append({"role": "user", "content": f"{branch} {i}"})
+        while True:
+            try:
+                repo.commit(state, message=f"{branch} {i}", branch=branch)
+                break
+            except statevcs.RefConflict:
+                if not retry:
+                    raise
+    repo.close()
+
+
+def _run(folder: Path, jobs: list[tuple[str, int, bool]]) -> None:
+    context = multiprocessing.get_context("spawn")
+    processes = [
+        context.Process(target=_writer, args=(str(folder), branch, count, retry))
+        for branch, count, retry in jobs
+    ]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+        assert process.exitcode == 0
+
+
+def test_processes_on_separate_branches(tmp_path: Path) -> None:
+    Repo.init(tmp_path / "repo").close()
+    _run(tmp_path / "repo", [("alpha", 25, False), ("beta", 25, False)])
+    with Repo.open(tmp_path / "repo") as repo:
+        assert len(list(repo.log("alpha"))) == 25
+        assert len(list(repo.log("beta"))) == 25
+        assert repo.show("alpha").messages[-1]["content"] == "alpha 24"
+        assert repo.fsck().ok
+
+
+def test_processes_on_one_branch_with_retry_keep_every_commit(tmp_path: Path) -> None:
+    Repo.init(tmp_path / "repo").close()
+    _run(tmp_path / "repo", [("main", 20, True), ("main", 20, True)])
+    with Repo.open(tmp_path / "repo") as repo:
+        history = list(repo.log("main"))
+        assert len(history) == 40
+        assert len({c.id for c in history}) == 40
+        assert repo.fsck().ok
