@@ -19,6 +19,7 @@ from .errors import (
     DetachedHead,
     InvalidRevision,
     MissingObject,
+    RefConflict,
     RefExists,
     RefNotFound,
     RepositoryError,
@@ -199,6 +200,7 @@ class Repo:
         self._lock = threading.RLock()
         self._tracked: dict[int, tuple[weakref.ref[Any], _Sync]] = {}
         self._head_sync: _Sync | None = None
+        self._heads: dict[str, ObjectId | None] = {}  # branch heads this Repo last wrote
 
     # --- opening ------------------------------------------------------------
 
@@ -393,20 +395,31 @@ class Repo:
             head = self.store.get_symbolic(HEAD)
             ref, synced = self._target(obj, branch, head)
             written = self._write(obj, adapter, snapshot)
-            parent = self.store.get_ref(ref)
-            parents = (parent,) if parent is not None else ((synced,) if synced else ())
-            commit_id = self._commit_objects(
-                written.snapshot_id,
-                parents,
-                written.objects,
-                message,
-                author=author,
-                timestamp=timestamp,
-                metadata=metadata,
-                ref=ref,
-                expected=parent,
-                head=head,
-            )
+            # The branch head this process last saw is usually still current; if another
+            # writer moved it, the compare-and-swap says so and we re-read and retry once.
+            parent = self._heads[ref] if ref in self._heads else self.store.get_ref(ref)
+            for attempt in (1, 2):
+                parents = (parent,) if parent is not None else ((synced,) if synced else ())
+                try:
+                    commit_id = self._commit_objects(
+                        written.snapshot_id,
+                        parents,
+                        written.objects,
+                        message,
+                        author=author,
+                        timestamp=timestamp,
+                        metadata=metadata,
+                        ref=ref,
+                        expected=parent,
+                        head=head,
+                    )
+                    break
+                except RefConflict:
+                    self._heads.pop(ref, None)
+                    if attempt == 2:
+                        raise
+                    parent = self.store.get_ref(ref)
+            self._heads[ref] = commit_id
             sync = _Sync(ref, commit_id, written.messages)
             self._after_commit(obj, ref, sync, head)
             marker = getattr(adapter, "mark_synced", None)
@@ -608,6 +621,7 @@ class Repo:
         self.store.set_ref(
             ref, commit_id, expected=current, message=f"branch: created from {start}"
         )
+        self._heads.clear()
         return _commit_from(commit_id, self._load_commit(commit_id))
 
     def branches(self) -> dict[str, str]:
@@ -625,6 +639,7 @@ class Repo:
                 f"cannot delete branch {name!r}: HEAD is on it; check out another branch first"
             )
         self.store.set_ref(ref, None, expected=current, message="branch: deleted")
+        self._heads.clear()
         self.store.delete_reflog(ref)
 
     def tag(self, name: str, rev: str = HEAD, *, force: bool = False) -> Commit:
@@ -661,6 +676,7 @@ class Repo:
         self.store.set_ref(
             ref, commit_id, expected=current, message=f"reset: moving to {rev}", log_also=log_also
         )
+        self._heads.clear()
         return _commit_from(commit_id, self._load_commit(commit_id))
 
     def refs(self) -> dict[str, str]:
@@ -686,6 +702,7 @@ class Repo:
         )
         log_also = [HEAD] if self.store.get_symbolic(HEAD) == name else []
         self.store.set_ref(name, target, expected=want, message=reflog_message, log_also=log_also)
+        self._heads.clear()
 
     def reflog(self, ref: str = HEAD) -> list[ReflogRecord]:
         """Return how ``ref`` (``HEAD``, a branch or a tag name) moved, newest first."""

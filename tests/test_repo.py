@@ -435,3 +435,18 @@ def test_same_message_twice_is_not_shared_after_restore(repo: Repo) -> None:
     repo.checkout(fresh, "main")
     fresh["messages"][0]["role"] = "changed"
     assert fresh["messages"][1]["role"] == "user"
+
+
+def test_commit_after_another_writer_moved_the_branch(tmp_path: Path) -> None:
+    first = Repo.init(tmp_path / "repo")
+    second = Repo.open(tmp_path / "repo")
+    mine: dict[str, Any] = {"messages": [message(0)], "who": "first"}
+    theirs: dict[str, Any] = {"messages": [message(1)], "who": "second"}
+    a = first.commit(mine, message="a")
+    b = second.commit(theirs, message="b")
+    assert b.parents == (a.id,)
+    c = first.commit(mine, message="c")  # first's remembered head is stale: it re-reads
+    assert c.parents == (b.id,)
+    assert [x.message for x in first.log("main")] == ["c", "b", "a"]
+    first.close()
+    second.close()
