@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .adapters import adapter_for, transient_keys
 from .diff import SnapshotDiff, diff_snapshots
@@ -804,7 +804,7 @@ class Repo:
         target_branch: str,
         source_rev: str,
         *,
-        strategy: str | Callable[[str, Any, Any, Any], Any] | None = None,
+        strategy: Literal["ours", "theirs"] | Callable[[str, Any, Any, Any], Any] | None = None,
         message: str | None = None,
         author: str | None = None,
     ) -> Commit:
