@@ -29,15 +29,6 @@ def from_hex(text: str) -> ObjectId:
     return bytes.fromhex(text)
 
 
-def is_hex(text: str) -> bool:
-    """Return whether ``text`` consists only of lowercase or uppercase hex digits."""
-    try:
-        int(text, 16)
-    except ValueError:
-        return False
-    return text.isalnum()
-
-
 def prefix_range(prefix: str) -> tuple[ObjectId, ObjectId]:
     """Return the inclusive (low, high) id range matching a hex ``prefix``."""
     prefix = prefix.lower()

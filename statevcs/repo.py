@@ -513,7 +513,9 @@ class Repo:
         current = self.store.get_symbolic(HEAD)
         before = short_name(current) if current else to_hex(self.store.get_ref(HEAD) or b"")[:12]
         if branch is not None:
-            self.store.set_symbolic(HEAD, branch)
+            self.store.set_symbolic(
+                HEAD, branch, message=f"checkout: moving from {before} to {rev}"
+            )
         else:
             self.store.set_ref(HEAD, commit_id, message=f"checkout: moving from {before} to {rev}")
 
@@ -1020,13 +1022,19 @@ class _Context:
         return [e.new for e in self.repo.store.reflog(full_name)]
 
     def commits_with_prefix(self, low: ObjectId, high: ObjectId) -> list[ObjectId]:
-        found = []
-        for object_id in self.repo.store.ids_in_range(low, high, limit=64):
-            try:
-                if isinstance(self.repo.db.load(object_id), CommitObject):
-                    found.append(object_id)
-            except StateVCSError:
-                continue
+        found: list[ObjectId] = []
+        page = 256
+        while len(found) < 2:  # two commits already make the prefix ambiguous
+            batch = self.repo.store.ids_in_range(low, high, limit=page)
+            for object_id in batch:
+                try:
+                    if isinstance(self.repo.db.load(object_id), CommitObject):
+                        found.append(object_id)
+                except StateVCSError:
+                    continue
+            if len(batch) < page:
+                break
+            low = (int.from_bytes(batch[-1], "big") + 1).to_bytes(len(batch[-1]), "big")
         return found
 
     def parents(self, commit_id: ObjectId) -> tuple[ObjectId, ...]:
