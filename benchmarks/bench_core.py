@@ -216,6 +216,7 @@ def main() -> int:
             first = time.perf_counter() - start
             checkout_rows.append((k, len(target.messages), first * 1000))
         repo.close()
+        on_disk = sum(f.stat().st_size for f in (folder / "conversation").iterdir())
 
         print("== storage: one conversation, then 10 forks x 10 turns ==")
         print(f"turns committed                 {turns}")
@@ -224,6 +225,7 @@ def main() -> int:
         print(f"naive copy-per-commit bytes      {single.naive_bytes:,}")
         print(f"dedup ratio                      {single.dedup_ratio:.1f}x")
         print(f"bytes stored with 10 forks       {forked.bytes_stored:,}")
+        print(f"SQLite files on disk, with forks {on_disk:,}")
         print(f"fork messages' bytes             {fork_bytes:,}")
         ratio = forked.bytes_stored / (single.bytes_stored + fork_bytes)
         print(f"forked / (single + fork msgs)    {ratio:.3f}")

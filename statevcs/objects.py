@@ -86,20 +86,25 @@ class MapNode:
     values: tuple[MapValue, ...]
 
 
+MapRef = ObjectId | MapNode
+"""A snapshot's state or extras: a map object's id, or a small map kept inline."""
+
+
 @dataclass(frozen=True, slots=True)
 class SnapshotObject:
     """A snapshot: its conversation (a prolly list plus an inline open tail), state and extras.
 
     ``messages`` is the root of a prolly list holding every message up to the last closed leaf;
     ``tail`` holds the ids of the messages after it. Appends then rewrite inner tree nodes only
-    when a leaf closes (about every 8 messages), not on every commit.
+    when a leaf closes (about every 8 messages), not on every commit. ``state`` and ``extras``
+    are map ids, or small maps kept inline.
     """
 
     kind: str
     messages: ObjectId
     tail: tuple[ObjectId, ...]
-    state: ObjectId
-    extras: ObjectId
+    state: MapRef
+    extras: MapRef
     state_codec: str
     version: int = SNAPSHOT_FORMAT
 
@@ -148,13 +153,7 @@ def encode(obj: StoredObject) -> bytes:
     if isinstance(obj, Blob):
         return _packb([KIND_BLOB, obj.data])
     if isinstance(obj, MapNode):
-        return _packb(
-            [
-                KIND_MAP,
-                list(obj.keys),
-                [v if isinstance(v, bytes) else [v.value] for v in obj.values],
-            ]
-        )
+        return _packb([KIND_MAP, *_map_fields(obj)])
     if isinstance(obj, Chunked):
         return _packb([KIND_CHUNKED, obj.size, list(obj.chunks)])
     if isinstance(obj, SnapshotObject):
@@ -165,8 +164,8 @@ def encode(obj: StoredObject) -> bytes:
                 obj.kind,
                 obj.messages,
                 list(obj.tail),
-                obj.state,
-                obj.extras,
+                _encode_map_ref(obj.state),
+                _encode_map_ref(obj.extras),
                 obj.state_codec,
             ]
         )
@@ -225,6 +224,36 @@ def _id(value: Any, what: str) -> ObjectId:
     return value
 
 
+def _map_fields(node: MapNode) -> list[Any]:
+    return [list(node.keys), [v if isinstance(v, bytes) else [v.value] for v in node.values]]
+
+
+def _encode_map_ref(ref: MapRef) -> Any:
+    return ref if isinstance(ref, bytes) else _map_fields(ref)
+
+
+def _map_node(keys: Any, values: Any) -> MapNode:
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise ValueError("map keys must be strings")
+    if not isinstance(values, list) or len(keys) != len(values):
+        raise ValueError("map keys do not match its values")
+    if keys != sorted(keys) or len(set(keys)) != len(keys):
+        raise ValueError("map keys must be unique and sorted")
+    return MapNode(tuple(keys), tuple(_map_value(v) for v in values))
+
+
+def _map_ref(value: Any, what: str) -> MapRef:
+    if isinstance(value, list) and len(value) == 2:
+        return _map_node(value[0], value[1])
+    return _id(value, what)
+
+
+def _map_ref_children(ref: MapRef) -> list[ObjectId]:
+    if isinstance(ref, bytes):
+        return [ref]
+    return [v for v in ref.values if isinstance(v, bytes)]
+
+
 def _map_value(value: Any) -> MapValue:
     if isinstance(value, bytes) and len(value) == ID_SIZE:
         return value
@@ -262,14 +291,7 @@ def _from_raw(raw: Any) -> StoredObject:
         return Blob(raw[1])
     if kind == KIND_MAP:
         _expect(raw, 3, kind)
-        keys, values = raw[1], raw[2]
-        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-            raise ValueError("map keys must be strings")
-        if not isinstance(values, list) or len(keys) != len(values):
-            raise ValueError("map keys do not match its values")
-        if keys != sorted(keys) or len(set(keys)) != len(keys):
-            raise ValueError("map keys must be unique and sorted")
-        return MapNode(tuple(keys), tuple(_map_value(v) for v in values))
+        return _map_node(raw[1], raw[2])
     if kind == KIND_CHUNKED:
         _expect(raw, 3, kind)
         if not isinstance(raw[1], int) or raw[1] < 0:
@@ -286,8 +308,8 @@ def _from_raw(raw: Any) -> StoredObject:
             skind,
             _id(raw[3], "messages root"),
             _ids(raw[4], "messages tail"),
-            _id(raw[5], "state map"),
-            _id(raw[6], "extras map"),
+            _map_ref(raw[5], "state map"),
+            _map_ref(raw[6], "extras map"),
             codec,
             version,
         )
@@ -315,7 +337,12 @@ def children(obj: StoredObject) -> Sequence[ObjectId]:
     if isinstance(obj, Chunked):
         return obj.chunks
     if isinstance(obj, SnapshotObject):
-        return (obj.messages, *obj.tail, obj.state, obj.extras)
+        return (
+            obj.messages,
+            *obj.tail,
+            *_map_ref_children(obj.state),
+            *_map_ref_children(obj.extras),
+        )
     if isinstance(obj, CommitObject):
         return (obj.snapshot, *obj.parents)
     return ()
