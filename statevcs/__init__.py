@@ -38,7 +38,8 @@ from .errors import (
     UnsupportedObject,
     UntrustedPayload,
 )
-from .repo import Commit, FsckReport, GCReport, ReflogRecord, Repo, RepoStats
+from .gc import FsckReport, GCReport, RepoStats
+from .repo import Commit, ReflogRecord, Repo
 from .serializers import JSONSerializer, MsgpackSerializer, PickleSerializer, StateSerializer
 from .snapshot import Snapshot
 

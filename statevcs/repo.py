@@ -28,16 +28,18 @@ from .errors import (
     StateVCSError,
     UnknownRevision,
 )
+from .gc import (
+    FsckReport,
+    GCReport,
+    RepoStats,
+    check_repository,
+    collect_garbage,
+    measure_repository,
+)
 from .hashing import ObjectId, from_hex, to_hex
 from .objectdb import ObjectDB
 from .objects import (
-    Chunked,
     CommitObject,
-    Inline,
-    ListNode,
-    children,
-    decode,
-    encode_doc,
     encode_with_id,
 )
 from .refs import (
@@ -64,7 +66,6 @@ from .snapshot import (
 from .stores.base import ANY, Expected, RefUpdate, Store
 from .stores.memory import MemoryStore
 from .stores.sqlite import DB_FILENAME, SQLiteStore
-from .structures.maps import read_map
 
 if TYPE_CHECKING:
     from .git import ExportReport, ImportReport
@@ -99,49 +100,6 @@ class ReflogRecord:
     new: str | None
     timestamp: datetime
     message: str
-
-
-@dataclass(frozen=True, slots=True)
-class GCReport:
-    """What garbage collection found and removed."""
-
-    reachable: int
-    unreachable: int
-    deleted: int
-    deleted_bytes: int
-    kept_recent: int
-    dry_run: bool
-
-
-@dataclass(frozen=True, slots=True)
-class FsckReport:
-    """The result of checking every object, ref and reachable link."""
-
-    objects_checked: int
-    reachable: int
-    dangling: int
-    problems: tuple[str, ...]
-
-    @property
-    def ok(self) -> bool:
-        """Whether no problem was found (dangling objects are not problems)."""
-        return not self.problems
-
-
-@dataclass(frozen=True, slots=True)
-class RepoStats:
-    """Storage use, and what a full copy per commit would have cost."""
-
-    objects: int
-    bytes_stored: int
-    commits: int
-    naive_bytes: int
-    branches: dict[str, str]
-
-    @property
-    def dedup_ratio(self) -> float:
-        """``naive_bytes / bytes_stored``: how many times smaller than a copy per commit."""
-        return self.naive_bytes / self.bytes_stored if self.bytes_stored else 1.0
 
 
 @dataclass(slots=True)
@@ -833,155 +791,21 @@ class Repo:
 
     # --- maintenance ----------------------------------------------------------------
 
-    def _roots(self) -> set[ObjectId]:
-        roots: set[ObjectId] = set()
-        names = [HEAD, *self.store.list_refs("refs/")]
-        for name in names:
-            value = self.store.get_ref(name)
-            if value is not None:
-                roots.add(value)
-            for entry in self.store.reflog(name):
-                roots.update(i for i in (entry.old, entry.new) if i is not None)
-        return roots
-
-    def _mark(self, roots: set[ObjectId], problems: list[str] | None = None) -> set[ObjectId]:
-        reachable: set[ObjectId] = set()
-        frontier = list(roots)
-        while frontier:
-            batch = [i for i in dict.fromkeys(frontier) if i not in reachable]
-            frontier = []
-            if not batch:
-                break
-            found = self.store.get_many(batch)
-            for object_id in batch:
-                data = found.get(object_id)
-                if data is None:
-                    if problems is None:
-                        raise MissingObject(to_hex(object_id))
-                    problems.append(f"missing object {to_hex(object_id)} (referenced)")
-                    continue
-                reachable.add(object_id)
-                try:
-                    obj = decode(object_id, data)
-                except CorruptObject as exc:
-                    if problems is None:
-                        raise
-                    problems.append(str(exc))
-                    continue
-                frontier.extend(children(obj))
-        return reachable
-
     def gc(self, grace: timedelta = timedelta(weeks=2), *, dry_run: bool = False) -> GCReport:
         """Delete objects unreachable from every ref and reflog, older than ``grace``."""
         with self._lock:
-            reachable = self._mark(self._roots())
-            cutoff = self.store.now() - grace.total_seconds()
-            all_objects = dict(self.store.iter_objects())
-            old = {i for i, _ in self.store.iter_objects(older_than=cutoff)}
-            unreachable = [i for i in all_objects if i not in reachable]
-            doomed = [i for i in unreachable if i in old]
-            deleted = 0
-            if doomed and not dry_run:
-                deleted = self.store.delete_many(doomed)
+            report = collect_garbage(self.store, grace, dry_run=dry_run)
+            if report.deleted and not dry_run:
                 self.db.forget()
-            return GCReport(
-                reachable=len(reachable),
-                unreachable=len(unreachable),
-                deleted=deleted if not dry_run else len(doomed),
-                deleted_bytes=sum(all_objects[i] for i in doomed),
-                kept_recent=len(unreachable) - len(doomed),
-                dry_run=dry_run,
-            )
+            return report
 
     def fsck(self) -> FsckReport:
         """Re-hash every object and check every ref and reachable link; never raises early."""
-        problems: list[str] = []
-        ids = [i for i, _ in self.store.iter_objects()]
-        for start in range(0, len(ids), 1000):
-            batch = ids[start : start + 1000]
-            found = self.store.get_many(batch)
-            for object_id in batch:
-                data = found.get(object_id)
-                if data is None:
-                    problems.append(f"object {to_hex(object_id)} vanished while checking")
-                    continue
-                try:
-                    decode(object_id, data)
-                except CorruptObject as exc:
-                    problems.append(str(exc))
-        target = self.store.get_symbolic(HEAD)
-        if target is None and self.store.get_ref(HEAD) is None:
-            problems.append("HEAD is neither attached to a branch nor pointing at a commit")
-        for name, value in self.store.list_refs("refs/").items():
-            try:
-                self._load_commit(value)
-            except (MissingObject, CorruptObject) as exc:
-                problems.append(f"ref {name} -> {to_hex(value)}: {exc}")
-        reachable = self._mark(self._roots(), problems)
-        return FsckReport(
-            objects_checked=len(ids),
-            reachable=len(reachable),
-            dangling=len(set(ids) - reachable),
-            problems=tuple(problems),
-        )
+        return check_repository(self.store, self.db)
 
     def stats(self) -> RepoStats:
         """Count objects and bytes, and estimate what a full copy per commit would cost."""
-        sizes = dict(self.store.iter_objects())
-        commits: list[CommitObject] = []
-        seen: set[ObjectId] = set()
-        frontier = list({v for v in self.store.list_refs("refs/").values()})
-        head = self._head_value()
-        if head is not None:
-            frontier.append(head)
-        while frontier:
-            commit_id = frontier.pop()
-            if commit_id in seen:
-                continue
-            seen.add(commit_id)
-            obj = self._load_commit(commit_id)
-            commits.append(obj)
-            frontier.extend(obj.parents)
-        item_sizes: dict[ObjectId, int] = {}
-        list_sizes: dict[ObjectId, int] = {}
-
-        def item_size(object_id: ObjectId) -> int:
-            size = item_sizes.get(object_id)
-            if size is None:
-                obj = self.db.load(object_id)
-                size = obj.size if isinstance(obj, Chunked) else sizes.get(object_id, 0)
-                item_sizes[object_id] = size
-            return size
-
-        def list_size(object_id: ObjectId) -> int:
-            size = list_sizes.get(object_id)
-            if size is None:
-                node = self.db.load(object_id)
-                assert isinstance(node, ListNode)
-                if node.level == 0:
-                    size = sum(item_size(i) for i in node.ids)
-                else:
-                    size = sum(list_size(c) for c in node.ids)
-                list_sizes[object_id] = size
-            return size
-
-        naive = 0
-        for commit_object in commits:
-            snap = load_snapshot_object(self.db, commit_object.snapshot)
-            naive += list_size(snap.messages) + sum(item_size(i) for i in snap.tail)
-            for map_id in (snap.state, snap.extras):
-                for value in read_map(self.db, map_id).values():
-                    if isinstance(value, Inline):
-                        naive += len(encode_doc(value.value))
-                    else:
-                        naive += item_size(value)
-        return RepoStats(
-            objects=len(sizes),
-            bytes_stored=sum(sizes.values()),
-            commits=len(commits),
-            naive_bytes=naive,
-            branches=self.branches(),
-        )
+        return measure_repository(self.store, self.db)
 
 
 def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -1,0 +1,238 @@
+"""Maintenance: garbage collection, integrity checks and storage statistics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from .errors import CorruptObject, MissingObject
+from .hashing import ObjectId, to_hex
+from .objectdb import ObjectDB
+from .objects import Chunked, CommitObject, Inline, ListNode, children, decode, encode_doc
+from .refs import BRANCH_PREFIX, HEAD, short_name
+from .snapshot import load_snapshot_object
+from .stores.base import Store
+from .structures.maps import read_map
+
+
+@dataclass(frozen=True, slots=True)
+class GCReport:
+    """What garbage collection found and removed."""
+
+    reachable: int
+    unreachable: int
+    deleted: int
+    deleted_bytes: int
+    kept_recent: int
+    dry_run: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FsckReport:
+    """The result of checking every object, ref and reachable link."""
+
+    objects_checked: int
+    reachable: int
+    dangling: int
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Whether no problem was found (dangling objects are not problems)."""
+        return not self.problems
+
+
+@dataclass(frozen=True, slots=True)
+class RepoStats:
+    """Storage use, and what a full copy per commit would have cost."""
+
+    objects: int
+    bytes_stored: int
+    commits: int
+    naive_bytes: int
+    branches: dict[str, str]
+
+    @property
+    def dedup_ratio(self) -> float:
+        """``naive_bytes / bytes_stored``: how many times smaller than a copy per commit."""
+        return self.naive_bytes / self.bytes_stored if self.bytes_stored else 1.0
+
+
+def _head_value(store: Store) -> ObjectId | None:
+    target = store.get_symbolic(HEAD)
+    return store.get_ref(target) if target else store.get_ref(HEAD)
+
+
+def _load_commit(db: ObjectDB, commit_id: ObjectId) -> CommitObject:
+    obj = db.load(commit_id)
+    if not isinstance(obj, CommitObject):
+        raise CorruptObject(to_hex(commit_id), f"expected a commit, found {type(obj).__name__}")
+    return obj
+
+
+def reachability_roots(store: Store) -> set[ObjectId]:
+    """Return every commit a ref, ``HEAD`` or a reflog entry names."""
+    roots: set[ObjectId] = set()
+    for name in [HEAD, *store.list_refs("refs/")]:
+        value = store.get_ref(name)
+        if value is not None:
+            roots.add(value)
+        for entry in store.reflog(name):
+            roots.update(i for i in (entry.old, entry.new) if i is not None)
+    return roots
+
+
+def mark_reachable(
+    store: Store, roots: set[ObjectId], problems: list[str] | None = None
+) -> set[ObjectId]:
+    """Return every object reachable from ``roots``, reading one batch per generation.
+
+    With ``problems`` given, missing or corrupt objects are recorded there instead of raised.
+    """
+    reachable: set[ObjectId] = set()
+    frontier = list(roots)
+    while frontier:
+        batch = [i for i in dict.fromkeys(frontier) if i not in reachable]
+        frontier = []
+        if not batch:
+            break
+        found = store.get_many(batch)
+        for object_id in batch:
+            data = found.get(object_id)
+            if data is None:
+                if problems is None:
+                    raise MissingObject(to_hex(object_id))
+                problems.append(f"missing object {to_hex(object_id)} (referenced)")
+                continue
+            reachable.add(object_id)
+            try:
+                obj = decode(object_id, data)
+            except CorruptObject as exc:
+                if problems is None:
+                    raise
+                problems.append(str(exc))
+                continue
+            frontier.extend(children(obj))
+    return reachable
+
+
+def collect_garbage(store: Store, grace: timedelta, *, dry_run: bool = False) -> GCReport:
+    """Delete unreachable objects written more than ``grace`` ago."""
+    reachable = mark_reachable(store, reachability_roots(store))
+    cutoff = store.now() - grace.total_seconds()
+    all_objects = dict(store.iter_objects())
+    old = {i for i, _ in store.iter_objects(older_than=cutoff)}
+    unreachable = [i for i in all_objects if i not in reachable]
+    doomed = [i for i in unreachable if i in old]
+    deleted = store.delete_many(doomed) if doomed and not dry_run else 0
+    return GCReport(
+        reachable=len(reachable),
+        unreachable=len(unreachable),
+        deleted=len(doomed) if dry_run else deleted,
+        deleted_bytes=sum(all_objects[i] for i in doomed),
+        kept_recent=len(unreachable) - len(doomed),
+        dry_run=dry_run,
+    )
+
+
+def check_repository(store: Store, db: ObjectDB) -> FsckReport:
+    """Re-hash and decode every object, check refs and reachable links; collect problems."""
+    problems: list[str] = []
+    ids = [i for i, _ in store.iter_objects()]
+    for start in range(0, len(ids), 1000):
+        batch = ids[start : start + 1000]
+        found = store.get_many(batch)
+        for object_id in batch:
+            data = found.get(object_id)
+            if data is None:
+                problems.append(f"object {to_hex(object_id)} vanished while checking")
+                continue
+            try:
+                decode(object_id, data)
+            except CorruptObject as exc:
+                problems.append(str(exc))
+    if store.get_symbolic(HEAD) is None and store.get_ref(HEAD) is None:
+        problems.append("HEAD is neither attached to a branch nor pointing at a commit")
+    for name, value in store.list_refs("refs/").items():
+        try:
+            _load_commit(db, value)
+        except (MissingObject, CorruptObject) as exc:
+            problems.append(f"ref {name} -> {to_hex(value)}: {exc}")
+    reachable = mark_reachable(store, reachability_roots(store), problems)
+    return FsckReport(
+        objects_checked=len(ids),
+        reachable=len(reachable),
+        dangling=len(set(ids) - reachable),
+        problems=tuple(problems),
+    )
+
+
+def measure_repository(store: Store, db: ObjectDB) -> RepoStats:
+    """Count objects and bytes, and what one full copy per commit would have cost."""
+    sizes = dict(store.iter_objects())
+    commits: list[CommitObject] = []
+    seen: set[ObjectId] = set()
+    frontier = list(set(store.list_refs("refs/").values()))
+    head = _head_value(store)
+    if head is not None:
+        frontier.append(head)
+    while frontier:
+        commit_id = frontier.pop()
+        if commit_id in seen:
+            continue
+        seen.add(commit_id)
+        obj = _load_commit(db, commit_id)
+        commits.append(obj)
+        frontier.extend(obj.parents)
+    item_sizes: dict[ObjectId, int] = {}
+    list_sizes: dict[ObjectId, int] = {}
+
+    def item_size(object_id: ObjectId) -> int:
+        size = item_sizes.get(object_id)
+        if size is None:
+            obj = db.load(object_id)
+            size = obj.size if isinstance(obj, Chunked) else sizes.get(object_id, 0)
+            item_sizes[object_id] = size
+        return size
+
+    def list_size(object_id: ObjectId) -> int:
+        size = list_sizes.get(object_id)
+        if size is None:
+            node = db.load(object_id)
+            assert isinstance(node, ListNode)
+            if node.level == 0:
+                size = sum(item_size(i) for i in node.ids)
+            else:
+                size = sum(list_size(c) for c in node.ids)
+            list_sizes[object_id] = size
+        return size
+
+    naive = 0
+    for commit_object in commits:
+        snap = load_snapshot_object(db, commit_object.snapshot)
+        naive += list_size(snap.messages) + sum(item_size(i) for i in snap.tail)
+        for ref in (snap.state, snap.extras):
+            for value in read_map(db, ref).values():
+                if isinstance(value, Inline):
+                    naive += len(encode_doc(value.value))
+                else:
+                    naive += item_size(value)
+    return RepoStats(
+        objects=len(sizes),
+        bytes_stored=sum(sizes.values()),
+        commits=len(commits),
+        naive_bytes=naive,
+        branches={short_name(k): to_hex(v) for k, v in store.list_refs(BRANCH_PREFIX).items()},
+    )
+
+
+__all__ = [
+    "FsckReport",
+    "GCReport",
+    "RepoStats",
+    "check_repository",
+    "collect_garbage",
+    "mark_reachable",
+    "measure_repository",
+    "reachability_roots",
+]
