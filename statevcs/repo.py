@@ -72,6 +72,7 @@ if TYPE_CHECKING:
 
 DEFAULT_AUTHOR = "statevcs <statevcs@localhost>"
 MEMORY_URL = "memory://"
+REPOSITORY_FORMAT = "1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +190,7 @@ class Repo:
                 SQLiteStore(folder / DB_FILENAME), serializer=serializer, author=author, path=folder
             )
         repo.store.set_symbolic(HEAD, ref)
-        repo.store.config_set("core.format", "1")
+        repo.store.config_set("core.format", REPOSITORY_FORMAT)
         return repo
 
     @classmethod
@@ -217,9 +218,15 @@ class Repo:
                 f"no statevcs repository at {folder}; create one with statevcs.Repo.init({text!r}) "
                 "or `statevcs init`"
             )
-        return cls(
-            SQLiteStore(folder / DB_FILENAME), serializer=serializer, author=author, path=folder
-        )
+        store = SQLiteStore(folder / DB_FILENAME)
+        found = store.config_get("core.format")
+        if found != REPOSITORY_FORMAT:
+            store.close()
+            raise RepositoryError(
+                f"{folder} holds a statevcs repository in format {found!r}, but this version "
+                f"reads format {REPOSITORY_FORMAT!r}; use a matching statevcs version"
+            )
+        return cls(store, serializer=serializer, author=author, path=folder)
 
     @property
     def url(self) -> str:
@@ -329,7 +336,7 @@ class Repo:
         keep = hint(obj)
         if keep is None:
             return None
-        return MessageBase(previous, min(int(keep), len(previous.ids), len(snapshot.messages)))
+        return MessageBase(previous, min(int(keep), previous.length, len(snapshot.messages)))
 
     def commit(
         self,
@@ -767,21 +774,40 @@ class Repo:
         strategy: Literal["ours", "theirs"] | Callable[[str, Any, Any, Any], Any] | None = None,
         message: str | None = None,
         author: str | None = None,
+        fallback: Literal["ours", "theirs"] | None = None,
+        fast_forward: bool = True,
+        timestamp: datetime | None = None,
     ) -> Commit:
-        """Merge ``source_rev`` into ``target_branch`` (three-way on state keys)."""
+        """Merge ``source_rev`` into ``target_branch`` (three-way on state keys).
+
+        See :func:`statevcs.merge.merge` for the rules; a ``MergeConflict`` writes nothing.
+        """
         from .merge import merge
 
         return merge(
-            self, target_branch, source_rev, strategy=strategy, message=message, author=author
+            self,
+            target_branch,
+            source_rev,
+            strategy=strategy,
+            message=message,
+            author=author,
+            fallback=fallback,
+            fast_forward=fast_forward,
+            timestamp=timestamp,
         )
 
     def export_git(
-        self, target: str | os.PathLike[str], *, branch: str | None = None, push: str | None = None
+        self,
+        target: str | os.PathLike[str],
+        *,
+        branch: str | None = None,
+        push: str | None = None,
+        force: bool = False,
     ) -> ExportReport:
         """Mirror history into a git repository at ``target`` (optionally push it)."""
         from .git import export_git
 
-        return export_git(self, target, branch=branch, push=push)
+        return export_git(self, target, branch=branch, push=push, force=force)
 
     def import_git(self, source: str | os.PathLike[str]) -> ImportReport:
         """Read a git mirror written by :meth:`export_git` back into this repository."""

@@ -36,12 +36,27 @@ class Snapshot(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class StoredMessages:
-    """A stored conversation: a prolly tree of closed leaves plus the open tail's ids."""
+    """A stored conversation: a prolly tree of closed leaves plus the open tail's ids.
+
+    ``known_ids`` holds every message id when it is at hand; an incremental append does not
+    build it (that would be O(n) per commit), and :meth:`ids` reads it back when needed.
+    """
 
     root: ObjectId
     tree_length: int
     tail: tuple[ObjectId, ...]
-    ids: Sequence[ObjectId]
+    known_ids: list[ObjectId] | None = None
+
+    @property
+    def length(self) -> int:
+        """Number of messages."""
+        return self.tree_length + len(self.tail)
+
+    def ids(self, db: ObjectDB) -> list[ObjectId]:
+        """Return every message id in order."""
+        if self.known_ids is not None:
+            return self.known_ids
+        return [*prolly.items(db, self.root), *self.tail]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,38 +76,73 @@ class WrittenSnapshot:
     objects: dict[ObjectId, bytes]
 
 
-def store_messages(
+def _extend_tree(
     db: ObjectDB,
-    ids: list[ObjectId],
     out: dict[ObjectId, bytes],
-    previous: StoredMessages | None = None,
-    keep: int | None = None,
+    root: ObjectId,
+    tree_length: int,
+    pending: Sequence[ObjectId],
 ) -> StoredMessages:
-    """Arrange message ids as (tree of closed leaves, open tail), reusing ``previous``.
+    """Move the closed leaves of ``pending`` (everything after the tree) into the tree."""
+    closed = prolly.closed_length(pending)
+    if closed:
+        root = prolly.splice(db, root, tree_length, pending[:closed], out)
+    return StoredMessages(root, tree_length + closed, tuple(pending[closed:]))
 
-    ``keep`` is how many leading ids are known equal to ``previous``'s (computed if omitted).
-    Appends touch the tree only when a leaf closes; rewrites splice it after the shared prefix.
-    """
-    if previous is None:
-        closed = prolly.closed_length(ids)
-        root = prolly.build(ids[:closed], out, db)
-        return StoredMessages(root, closed, tuple(ids[closed:]), ids)
-    if keep is None:
-        keep = prolly.prefix_length(previous.ids, ids)
-    tree_length = previous.tree_length
-    if keep >= tree_length:
-        pending = ids[tree_length:]
-        closed = prolly.closed_length(pending)
-        root = previous.root
-        if closed:
-            root = prolly.splice(db, root, tree_length, pending[:closed], out)
-        return StoredMessages(root, tree_length + closed, tuple(pending[closed:]), ids)
+
+def _arrange(
+    db: ObjectDB,
+    out: dict[ObjectId, bytes],
+    previous: StoredMessages,
+    keep: int,
+    ids: list[ObjectId],
+) -> StoredMessages:
+    """Arrange ``ids`` (whose first ``keep`` equal ``previous``'s) as tree + open tail."""
+    if keep >= previous.tree_length:
+        extended = _extend_tree(
+            db, out, previous.root, previous.tree_length, ids[previous.tree_length :]
+        )
+        return StoredMessages(extended.root, extended.tree_length, extended.tail, ids)
     closed = prolly.closed_length(ids)
     if keep <= closed:
         root = prolly.splice(db, previous.root, keep, ids[keep:closed], out)
     else:
         root = prolly.splice(db, previous.root, closed, (), out)
     return StoredMessages(root, closed, tuple(ids[closed:]), ids)
+
+
+def store_messages(
+    db: ObjectDB,
+    ids: list[ObjectId],
+    out: dict[ObjectId, bytes],
+    previous: StoredMessages | None = None,
+) -> StoredMessages:
+    """Arrange every message id as (tree of closed leaves, open tail), reusing ``previous``.
+
+    The tree is spliced onto ``previous`` after the longest common prefix, so appends touch it
+    only when a leaf closes and rewrites only the paths after the first changed message.
+    """
+    if previous is None:
+        closed = prolly.closed_length(ids)
+        root = prolly.build(ids[:closed], out, db)
+        return StoredMessages(root, closed, tuple(ids[closed:]), ids)
+    return _arrange(db, out, previous, prolly.prefix_length(previous.ids(db), ids), ids)
+
+
+def append_messages(
+    db: ObjectDB,
+    new_ids: list[ObjectId],
+    out: dict[ObjectId, bytes],
+    previous: StoredMessages,
+    keep: int,
+) -> StoredMessages:
+    """Arrange ``previous``'s first ``keep`` messages plus ``new_ids`` in O(k + log n)."""
+    tree_length = previous.tree_length
+    if keep >= tree_length:
+        # Only the open tail and the new ids matter: no O(n) id list is built.
+        pending = [*previous.tail[: keep - tree_length], *new_ids]
+        return _extend_tree(db, out, previous.root, tree_length, pending)
+    return _arrange(db, out, previous, keep, [*previous.ids(db)[:keep], *new_ids])
 
 
 def _doc_id(value: Any, path: str, db: ObjectDB, out: dict[ObjectId, bytes]) -> ObjectId:
@@ -168,10 +218,9 @@ def write_snapshot(
     """
     out: dict[ObjectId, bytes] = {}
     messages = snapshot.messages
-    if base is not None and 0 <= base.keep <= min(len(base.previous.ids), len(messages)):
+    if base is not None and 0 <= base.keep <= min(base.previous.length, len(messages)):
         new_ids = encode_messages(messages, base.keep, db, out)
-        ids = [*base.previous.ids[: base.keep], *new_ids]
-        stored = store_messages(db, ids, out, base.previous, base.keep)
+        stored = append_messages(db, new_ids, out, base.previous, base.keep)
     else:
         stored = store_messages(db, encode_messages(messages, 0, db, out), out, previous)
     state_values: dict[str, MapValue] = {}
@@ -263,7 +312,7 @@ def read_snapshot(db: ObjectDB, snapshot_id: ObjectId, serializer: StateSerializ
     """Read a snapshot back into fresh Python objects."""
     obj = load_snapshot_object(db, snapshot_id)
     stored = stored_messages(db, obj)
-    message_ids = stored.ids
+    message_ids = stored.ids(db)
     docs = db.load_values(message_ids)
     messages: list[dict[str, Any]] = []
     seen: set[ObjectId] = set()

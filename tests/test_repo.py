@@ -450,3 +450,11 @@ def test_commit_after_another_writer_moved_the_branch(tmp_path: Path) -> None:
     assert [x.message for x in first.log("main")] == ["c", "b", "a"]
     first.close()
     second.close()
+
+
+def test_open_refuses_an_unknown_repository_format(tmp_path: Path) -> None:
+    repo = Repo.init(tmp_path / "r")
+    repo.config_set("core.format", "99")
+    repo.close()
+    with pytest.raises(statevcs.RepositoryError, match="format '99'"):
+        Repo.open(tmp_path / "r")

@@ -1,0 +1,395 @@
+"""Structural three-way merges of snapshots, and merge bases over the commit graph.
+
+A merge never interleaves conversations: the messages of one side win, either because one side
+is a prefix of the other (a fast-forward of the conversation) or because the caller chose a
+side. State and extras merge key by key against the merge base, as git merges lines.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Literal
+
+from .errors import MergeConflict, RefNotFound, StateVCSError
+from .snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from .repo import Commit, Repo
+
+
+class _Missing:
+    """Sentinel type for a key that is absent on one side of a merge."""
+
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Any = _Missing()
+"""Stands for an absent key: passed to resolvers, and returned by one to delete the key."""
+
+Side = Literal["ours", "theirs"]
+Resolver = Callable[[str, Any, Any, Any], Any]
+"""``(key, base, ours, theirs) -> value``; any argument may be :data:`MISSING`."""
+Strategy = Side | Resolver
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """The merged snapshot of a structural merge, and how each conflict was settled."""
+
+    snapshot: Snapshot
+    resolved: dict[str, str] = field(default_factory=dict)
+    """How each conflict was settled: ``{"state.k": "ours", "messages": "theirs", ...}``."""
+
+
+def same(a: Any, b: Any) -> bool:
+    """Return whether two decoded values are identical in type and content.
+
+    Stricter than ``==``: ``1``, ``1.0`` and ``True`` differ, as they serialize differently.
+    """
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        if len(a) != len(b) or a.keys() != b.keys():
+            return False
+        return all(same(v, b[k]) for k, v in a.items())
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    try:
+        return bool(a == b)
+    except Exception:  # exotic values with a broken __eq__ count as different
+        return False
+
+
+def _is_prefix(short: list[dict[str, Any]], long: list[dict[str, Any]]) -> bool:
+    return len(short) <= len(long) and all(
+        same(x, y) for x, y in zip(short, long[: len(short)], strict=True)
+    )
+
+
+def merge_snapshots(
+    base: Snapshot | None,
+    ours: Snapshot,
+    theirs: Snapshot,
+    *,
+    strategy: Strategy | None = None,
+    fallback: Side | None = None,
+) -> MergeResult:
+    """Merge two snapshots structurally against their common ``base`` (``None``: unrelated).
+
+    State and extras merge key by key: a key changed on one side takes that side; a key changed
+    differently on both sides is a conflict, settled by ``strategy`` (``"ours"``, ``"theirs"``
+    or a resolver ``(key, base, ours, theirs) -> value`` for state keys). Messages take the
+    longer side when one is a prefix of the other, else the side named by the strategy.
+    ``fallback`` settles conflicts a resolver does not cover (messages, extras, kind); it
+    defaults to ``strategy`` when that is a side name. Raises :class:`MergeConflict` listing
+    every unsettled conflict.
+    """
+    if strategy is not None and not callable(strategy) and strategy not in ("ours", "theirs"):
+        raise ValueError(f"strategy must be 'ours', 'theirs' or a callable, got {strategy!r}")
+    if fallback is not None and fallback not in ("ours", "theirs"):
+        raise ValueError(f"fallback must be 'ours' or 'theirs', got {fallback!r}")
+    side: Side | None = fallback
+    if side is None and isinstance(strategy, str):
+        side = strategy
+    resolver = strategy if callable(strategy) else None
+    base = (
+        base
+        if base is not None
+        else Snapshot.model_construct(kind=ours.kind, messages=[], state={}, extras={})
+    )
+    resolved: dict[str, str] = {}
+    problems: list[str] = []
+
+    # messages
+    if _is_prefix(theirs.messages, ours.messages):
+        messages = ours.messages
+    elif _is_prefix(ours.messages, theirs.messages):
+        messages = theirs.messages
+    elif side is not None:
+        messages = ours.messages if side == "ours" else theirs.messages
+        resolved["messages"] = side
+    else:
+        messages = ours.messages
+        problems.append(
+            "the conversations diverged (neither is a prefix of the other) and conversations "
+            "are never interleaved"
+        )
+
+    # kind
+    kind = ours.kind
+    if ours.kind != theirs.kind:
+        if ours.kind == base.kind:
+            kind = theirs.kind
+        elif theirs.kind == base.kind:
+            kind = ours.kind
+        elif side is not None:
+            kind = ours.kind if side == "ours" else theirs.kind
+            resolved["kind"] = side
+        else:
+            problems.append(
+                f"snapshot kind changed on both sides ({ours.kind!r} vs {theirs.kind!r})"
+            )
+
+    state, state_conflicts = _merge_maps(
+        base.state, ours.state, theirs.state, side, resolver, resolved, "state"
+    )
+    extras, extras_conflicts = _merge_maps(
+        base.extras, ours.extras, theirs.extras, side, None, resolved, "extras"
+    )
+    if state_conflicts:
+        problems.insert(
+            0, "state keys changed differently on both sides: " + _listing(state_conflicts)
+        )
+    if extras_conflicts:
+        problems.append(
+            "extras keys changed differently on both sides: " + _listing(extras_conflicts)
+        )
+    if problems:
+        hint = (
+            ". Choose a side with strategy='ours' or 'theirs' (`--strategy ours|theirs` on the "
+            "command line); a per-key resolver callable can settle state keys"
+        )
+        raise MergeConflict("merge conflict: " + "; ".join(problems) + hint, keys=state_conflicts)
+    merged = Snapshot.model_construct(kind=kind, messages=messages, state=state, extras=extras)
+    return MergeResult(snapshot=merged, resolved=resolved)
+
+
+def _listing(keys: Iterable[str]) -> str:
+    return ", ".join(repr(k) for k in sorted(keys))
+
+
+def _merge_maps(
+    base: Mapping[str, Any],
+    ours: Mapping[str, Any],
+    theirs: Mapping[str, Any],
+    side: Side | None,
+    resolver: Resolver | None,
+    resolved: dict[str, str],
+    label: str,
+) -> tuple[dict[str, Any], list[str]]:
+    result: dict[str, Any] = {}
+    conflicts: list[str] = []
+    keys = (
+        list(ours)
+        + [k for k in theirs if k not in ours]
+        + [k for k in base if k not in ours and k not in theirs]
+    )
+    for key in keys:
+        b = base.get(key, MISSING)
+        o = ours.get(key, MISSING)
+        t = theirs.get(key, MISSING)
+        if same(o, t) or same(t, b):
+            value = o
+        elif same(o, b):
+            value = t
+        elif resolver is not None:
+            value = resolver(key, b, o, t)
+            resolved[f"{label}.{key}"] = "resolver"
+        elif side is not None:
+            value = o if side == "ours" else t
+            resolved[f"{label}.{key}"] = side
+        else:
+            conflicts.append(key)
+            continue
+        if value is not MISSING:
+            result[key] = value
+    return result, conflicts
+
+
+# --- the commit graph -----------------------------------------------------------
+
+
+class _Graph:
+    """Parents of commits, read once each from the repository."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self.parents: dict[str, tuple[str, ...]] = {}
+        self.times: dict[str, datetime] = {}
+
+    def of(self, commit_id: str) -> tuple[str, ...]:
+        found = self.parents.get(commit_id)
+        if found is None:
+            commit = self.repo.get_commit(commit_id)
+            found = self.parents[commit_id] = tuple(commit.parents)
+            self.times[commit_id] = commit.timestamp
+        return found
+
+    def ancestors(self, start: str, *, stop: set[str] | None = None) -> set[str]:
+        """Return ``start`` and all its ancestors (not walking past commits in ``stop``)."""
+        seen = {start}
+        todo = [start]
+        while todo:
+            current = todo.pop()
+            if stop is not None and current in stop and current != start:
+                continue
+            for parent in self.of(current):
+                if parent not in seen:
+                    seen.add(parent)
+                    todo.append(parent)
+        return seen
+
+
+def is_ancestor(repo: Repo, ancestor: str, descendant: str) -> bool:
+    """Return whether revision ``ancestor`` is reachable from ``descendant`` (or equal to it)."""
+    a, d = repo.resolve(ancestor), repo.resolve(descendant)
+    return a in _Graph(repo).ancestors(d)
+
+
+def merge_bases(repo: Repo, a: str, b: str) -> list[str]:
+    """Return every best common ancestor of two revisions (several after criss-cross merges)."""
+    a_id, b_id = repo.resolve(a), repo.resolve(b)
+    graph = _Graph(repo)
+    of_a = graph.ancestors(a_id)
+    if b_id in of_a:
+        return [b_id]
+    # Walk b's history, stopping at the first common commits on every path: the candidates.
+    candidates: set[str] = set()
+    seen = {b_id}
+    todo = [b_id]
+    while todo:
+        current = todo.pop()
+        if current in of_a:
+            candidates.add(current)
+            continue
+        for parent in graph.of(current):
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    # A candidate reachable from another candidate is not a best one.
+    best = set(candidates)
+    for candidate in candidates:
+        if candidate not in best:
+            continue
+        below = graph.ancestors(candidate) - {candidate}
+        best -= below
+    return sorted(best, key=lambda c: (graph.times.get(c) or _EPOCH, c), reverse=True)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def merge_base(repo: Repo, a: str, b: str) -> str | None:
+    """Return the best common ancestor of two revisions, or ``None`` if they share no history.
+
+    When several are equally good (criss-cross merges), the newest is returned.
+    """
+    bases = merge_bases(repo, a, b)
+    return bases[0] if bases else None
+
+
+# --- the porcelain ----------------------------------------------------------------
+
+
+def _branch_ref(name: str) -> str:
+    return name if name.startswith("refs/") else f"refs/heads/{name}"
+
+
+def merge(
+    repo: Repo,
+    target_branch: str,
+    source_rev: str,
+    *,
+    strategy: Strategy | None = None,
+    message: str | None = None,
+    author: str | None = None,
+    fallback: Side | None = None,
+    fast_forward: bool = True,
+    timestamp: datetime | None = None,
+) -> Commit:
+    """Merge revision ``source_rev`` into branch ``target_branch`` and return the new head.
+
+    - ``source_rev`` already in the branch's history: nothing to do, the head is returned.
+    - the branch head is an ancestor of ``source_rev``: the branch fast-forwards to it (no new
+      commit) unless ``fast_forward=False``.
+    - otherwise a two-parent commit (branch head, source) holding the structural merge of both
+      snapshots against their merge base (see :func:`merge_snapshots`).
+
+    The branch moves with a compare-and-swap, so a concurrent writer raises ``RefConflict``.
+    A :class:`MergeConflict` writes no object and moves no ref.
+    """
+    ref = _branch_ref(target_branch)
+    branch = ref.removeprefix("refs/heads/")
+    head = repo.refs().get(ref)
+    if head is None:
+        raise RefNotFound(f"branch {branch!r} does not exist; create it with `statevcs branch`")
+    source = repo.resolve(source_rev)
+    graph = _Graph(repo)
+    if source in graph.ancestors(head):
+        return repo.get_commit(head)
+    bases = merge_bases(repo, head, source)
+    base_id = bases[0] if bases else None
+    if base_id == head and fast_forward:
+        repo.set_ref(ref, source, expected=head, reflog_message=f"merge {source_rev}: fast-forward")
+        return repo.get_commit(source)
+    base = repo.read_snapshot(repo.get_commit(base_id).snapshot_id) if base_id else None
+    ours_commit = repo.get_commit(head)
+    theirs_commit = repo.get_commit(source)
+    result = merge_snapshots(
+        base,
+        repo.read_snapshot(ours_commit.snapshot_id),
+        repo.read_snapshot(theirs_commit.snapshot_id),
+        strategy=strategy,
+        fallback=fallback,
+    )
+    # State values were decoded with the target's codec; write them back with it.
+    snapshot_id = repo.write_snapshot(
+        result.snapshot, state_codec=repo.snapshot_codec(ours_commit.snapshot_id)
+    )
+    info: dict[str, Any] = {"source": source_rev, "base": base_id}
+    if result.resolved:
+        info["resolved"] = dict(sorted(result.resolved.items()))
+    if isinstance(strategy, str):
+        info["strategy"] = strategy
+    elif strategy is not None:
+        info["strategy"] = "resolver"
+    commit = repo.write_commit(
+        snapshot_id,
+        (head, source),
+        message if message is not None else f"Merge {source_rev} into {branch}",
+        author=author if author is not None else _default_author(repo),
+        timestamp=timestamp or datetime.now(timezone.utc),
+        metadata={"merge": info},
+    )
+    repo.set_ref(ref, commit.id, expected=head, reflog_message=f"merge {source_rev}")
+    return commit
+
+
+def _default_author(repo: Repo) -> str:
+    author = getattr(repo, "author", None)
+    if isinstance(author, str) and author:
+        return author
+    raise StateVCSError("no author configured: pass author= or open the repository with author=")
+
+
+__all__ = [
+    "MISSING",
+    "MergeResult",
+    "Resolver",
+    "Side",
+    "Strategy",
+    "is_ancestor",
+    "merge",
+    "merge_base",
+    "merge_bases",
+    "merge_snapshots",
+    "same",
+]

@@ -1,0 +1,354 @@
+"""The ``statevcs`` command line (statevcs/cli.py), run as a real subprocess."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+
+import statevcs
+from statevcs.cli import graph_rows, message_lines, parse_duration, to_plain
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "examples" / "branching_demo.py"
+
+
+def run(
+    *args: str | Path,
+    cwd: Path,
+    code: int | None = 0,
+    env: dict[str, str] | None = None,
+    program: list[str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m statevcs ARGS`` in ``cwd``; check the exit status unless ``code=None``."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("STATEVCS_")}
+    environment.pop("NO_COLOR", None)
+    environment.pop("FORCE_COLOR", None)
+    environment.update(env or {})
+    command = program or [sys.executable, "-m", "statevcs"]
+    result = subprocess.run(
+        [*command, *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=60,
+    )
+    if code is not None:
+        assert result.returncode == code, (result.stdout, result.stderr)
+    return result
+
+
+def load_demo() -> Any:
+    spec = importlib.util.spec_from_file_location("branching_demo", DEMO)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example repository (read-only for the tests that use it)."""
+    path = tmp_path_factory.mktemp("cli") / "demo-repo"
+    load_demo().build(path).close()
+    return path
+
+
+@pytest.fixture
+def scratch(tmp_path: Path) -> Path:
+    """A writable copy of the example repository."""
+    path = tmp_path / "demo-repo"
+    load_demo().build(path).close()
+    return path
+
+
+# --- pure helpers -----------------------------------------------------------------------
+
+
+def test_graph_rows_draw_forks_and_merges() -> None:
+    commits = [
+        ("M", ["b", "r"]),
+        ("r", ["a"]),
+        ("b", ["a"]),
+        ("x", ["a"]),
+        ("a", []),
+    ]
+    rows = [row for row, _ in graph_rows(commits)]
+    assert rows == ["*", "|\\", "| *", "* |", "|/", "| *", "|/", "*"]
+    assert [c for _, c in graph_rows(commits) if c] == ["M", "r", "b", "x", "a"]
+
+
+def test_graph_rows_octopus_and_unrelated_roots() -> None:
+    rows = [row for row, _ in graph_rows([("o", ["a", "b", "c"]), ("a", []), ("b", []), ("c", [])])]
+    assert rows[:3] == ["*", "|\\", "| |\\"]
+    assert sum("*" in row for row in rows) == 4
+
+
+def test_parse_duration() -> None:
+    assert parse_duration("2w").days == 14
+    assert parse_duration("1w2d").days == 9
+    assert parse_duration("90m").total_seconds() == 5400
+    assert parse_duration("0").total_seconds() == 0
+    assert parse_duration("3.5").total_seconds() == 3.5
+    with pytest.raises(click.BadParameter):
+        parse_duration("two weeks")
+
+
+def test_message_rendering_covers_strands_and_plain_dicts() -> None:
+    strands = {
+        "role": "assistant",
+        "content": [
+            {"text": "Looking it up."},
+            {"toolUse": {"toolUseId": "t1", "name": "search", "input": {"q": "lisbon"}}},
+            {"toolResult": {"toolUseId": "t1", "status": "error", "content": [{"text": "boom"}]}},
+            {"image": {"format": "png"}},
+        ],
+    }
+    plain = [line.plain for line in message_lines(strands)]
+    assert plain[0] == "Looking it up."
+    assert plain[1] == '→ search({"q": "lisbon"})  [t1]'
+    assert plain[2].startswith("← result error") and plain[3] == "  boom"
+    assert plain[4].startswith("[image]")
+    assert [line.plain for line in message_lines({"role": "user", "content": "hi"})] == ["hi"]
+    openai = {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f"}}]}
+    assert message_lines(openai)[0].plain.startswith("→ f(")
+
+
+def test_to_plain_handles_any_value() -> None:
+    assert to_plain({"b": b"\x00", 1: {1, 2}, "f": float("nan")}) == {
+        "b": {"__bytes__": "AA=="},
+        "1": [1, 2],
+        "f": "nan",
+    }
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def test_log_graph_draws_three_branches(demo: Path) -> None:
+    out = run("log", "--graph", cwd=demo).stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("* ") and "(HEAD -> main) Merge review into main" in lines[0]
+    assert lines[1] == "|\\"
+    assert any(line.startswith("| * ") and "(review)" in line for line in lines)
+    assert any(line.startswith("| * ") and "(budget)" in line for line in lines)
+    assert lines.count("|/") == 2
+    assert "(tag: draft-1)" in out
+    assert "\x1b[" not in out  # no colors when piped
+
+
+def test_log_formats(demo: Path) -> None:
+    oneline = run("log", "--oneline", "--all", cwd=demo).stdout.splitlines()
+    with statevcs.Repo.open(demo) as repo:
+        assert len(oneline) == len(list(repo.log_all())) == 9
+        head = repo.get_commit("main")
+    assert run("log", "-n", "2", "--oneline", cwd=demo).stdout.count("\n") == 2
+    full = run("log", "-n", "1", cwd=demo).stdout
+    assert full.startswith(f"commit {head.id} (HEAD -> main)")
+    assert "Merge:" in full and "Author: trip-agent <agent@example.com>" in full
+    first_parent = run("log", "--first-parent", "--oneline", cwd=demo).stdout
+    assert "reviewer approves" not in first_parent
+    data = json.loads(run("log", "--json", "budget", cwd=demo).stdout)
+    assert data[0]["refs"] == ["budget"] and len(data) == 5
+    assert data[0]["parents"] == [data[1]["id"]]
+
+
+def test_show_renders_messages_and_state(demo: Path) -> None:
+    out = run("show", "budget", cwd=demo).stdout
+    assert "Messages (8)" in out
+    assert "→ search_hotels(" in out and "← result success  [t2]" in out
+    assert "budget_eur" in out and "800" in out
+    only_state = run("show", "budget", "--state", cwd=demo).stdout
+    assert "Messages" not in only_state and "budget_eur" in only_state
+    data = json.loads(run("show", "main", "--json", cwd=demo).stdout)
+    assert data["commit"]["refs"] == ["HEAD -> main"]
+    assert data["snapshot"]["state"]["approved_by"] == "ana@example.com"
+    assert data["snapshot"]["messages"][1]["content"][0]["toolUse"]["name"] == "search_flights"
+    messages_only = json.loads(run("show", "main", "--messages", "--json", cwd=demo).stdout)
+    assert "state" not in messages_only["snapshot"]
+
+
+def test_diff_is_structural(demo: Path) -> None:
+    out = run("diff", "draft-1", "budget", cwd=demo).stdout
+    assert "messages: 4 → 8 (common prefix 4; +4 -0 ~0)" in out
+    assert "+ [4] user: Can we do it for 800 EUR instead?" in out
+    assert "~ budget_eur: 1200 → 800" in out
+    assert '+ hotel = {"name": "Hostel Alfama Patio", "price_eur": 54}' in out
+    data = json.loads(run("diff", "main", "budget", "--json", cwd=demo).stdout)
+    changed = {c["key"]: c for c in data["state"]}
+    assert changed["budget_eur"] == {
+        "key": "budget_eur",
+        "kind": "changed",
+        "old": 1200,
+        "new": 800,
+    }
+    assert changed["approved_by"]["kind"] == "removed"
+    assert data["messages"]["common_prefix"] == 4
+    run("diff", "main", "main", "--exit-code", cwd=demo)
+    run("diff", "main", "budget", "--exit-code", cwd=demo, code=1)
+
+
+def test_branch_tag_reflog_stats_listings(demo: Path) -> None:
+    branches = run("branch", cwd=demo).stdout.splitlines()
+    assert [b.split()[0] for b in branches] == ["budget", "*", "review"]
+    assert json.loads(run("branch", "--json", cwd=demo).stdout)["head"] == "main"
+    assert run("tag", cwd=demo).stdout.split()[0] == "draft-1"
+    reflog = json.loads(run("reflog", "main", "--json", cwd=demo).stdout)
+    assert reflog[0]["message"].startswith("merge review")
+    assert "main@{0}: merge review" in run("reflog", "main", cwd=demo).stdout
+    stats = json.loads(run("stats", "--json", cwd=demo).stdout)
+    assert stats["commits"] == 9 and set(stats["branches"]) == {"main", "budget", "review"}
+    assert "dedup ratio" in run("stats", cwd=demo).stdout
+
+
+def test_colors_follow_the_options(demo: Path) -> None:
+    colored = run("--color", "always", "log", "--oneline", cwd=demo).stdout
+    assert "\x1b[" in colored
+    plain = run("--color", "always", "log", "--oneline", cwd=demo, env={"NO_COLOR": "1"}).stdout
+    assert "\x1b[3" not in plain  # NO_COLOR drops colors (bold may stay)
+
+
+# --- finding the repository, errors ---------------------------------------------------------
+
+
+def test_repository_is_found_like_git(demo: Path, tmp_path: Path) -> None:
+    nested = tmp_path / "work" / "deep"
+    nested.mkdir(parents=True)
+    run("init", tmp_path / "work", cwd=tmp_path)
+    assert "no commits yet" in run("log", cwd=nested).stderr
+    assert run("-C", demo, "log", "--oneline", "-n", "1", cwd=tmp_path).stdout
+    assert run("--repo", demo, "log", "--oneline", "-n", "1", cwd=tmp_path).stdout
+    via_env = run("log", "--oneline", "-n", "1", cwd=tmp_path, env={"STATEVCS_REPO": str(demo)})
+    assert via_env.stdout
+    hidden = tmp_path / "project"
+    run("init", hidden / ".statevcs", cwd=tmp_path)
+    (hidden / "src").mkdir()
+    assert json.loads(run("log", "--json", cwd=hidden / "src").stdout) == []
+
+
+def test_errors_are_one_line_with_exit_code_2(demo: Path, tmp_path: Path) -> None:
+    missing = run("log", cwd=tmp_path, code=2)
+    assert missing.stderr.startswith("error: not a statevcs repository")
+    assert missing.stderr.count("\n") == 1 and "Traceback" not in missing.stderr
+    unknown = run("show", "nope", cwd=demo, code=2)
+    assert unknown.stderr.startswith("error: unknown revision 'nope'")
+    debug = run("--debug", "show", "nope", cwd=demo, code=2)
+    assert "Traceback" in debug.stderr and "UnknownRevision" in debug.stderr
+    assert run("gc", "--grace", "soon", cwd=demo, code=2).stderr  # click usage errors: 2 too
+    assert run("init", demo, cwd=tmp_path, code=2).stderr.startswith("error: a statevcs repository")
+
+
+def test_memory_url_opens_an_empty_repository(tmp_path: Path) -> None:
+    assert json.loads(run("--repo", "memory://", "branch", "--json", cwd=tmp_path).stdout) == {
+        "branches": {},
+        "head": "main",
+    }
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def test_branch_tag_reset_merge_cycle(scratch: Path) -> None:
+    run("branch", "exp", "main~2", cwd=scratch)
+    assert "exp" in run("branch", cwd=scratch).stdout
+    run("branch", "exp", cwd=scratch, code=2)
+    run("branch", "-f", "exp", "draft-1", cwd=scratch)
+    run("tag", "v1", "main", cwd=scratch)
+    assert "v1" in run("tag", cwd=scratch).stdout
+    run("tag", "-d", "v1", cwd=scratch)
+    assert "Deleted branch exp" in run("branch", "-d", "exp", cwd=scratch).stdout
+
+    conflict = run("merge", "main", "budget", cwd=scratch, code=2)
+    assert "conversations diverged" in conflict.stderr and "'hotel'" in conflict.stderr
+    before = run("log", "--json", "-n", "1", cwd=scratch).stdout
+    assert json.loads(before)[0]["message"] == "Merge review into main"
+    merged = json.loads(
+        run("merge", "main", "budget", "--strategy", "theirs", "--json", cwd=scratch).stdout
+    )
+    assert merged["outcome"] == "merge"
+    assert merged["commit"]["metadata"]["merge"]["resolved"]["messages"] == "theirs"
+    state = json.loads(run("show", "main", "--state", "--json", cwd=scratch).stdout)
+    assert state["snapshot"]["state"]["budget_eur"] == 800
+    assert state["snapshot"]["state"]["approved_by"] == "ana@example.com"
+    assert "Already up to date." in run("merge", "main", "budget", cwd=scratch).stdout
+    assert "Fast-forward" in run("merge", "review", "main", cwd=scratch).stdout
+
+    out = run("reset", "main", "main~1", cwd=scratch).stdout
+    assert out.startswith("main is now at")
+    assert "reset: moving to main~1" in run("reflog", "main", cwd=scratch).stdout
+
+
+def test_gc_and_fsck(scratch: Path) -> None:
+    run("reset", "budget", "draft-1", cwd=scratch)
+    report = json.loads(run("gc", "--dry-run", "--grace", "0", "--json", cwd=scratch).stdout)
+    assert report["dry_run"] and report["grace_seconds"] == 0
+    assert "would delete" in run("gc", "--dry-run", cwd=scratch).stdout
+    fsck = run("fsck", cwd=scratch)
+    assert fsck.stdout == "" and fsck.stderr.startswith("ok: checked")
+    assert json.loads(run("fsck", "--json", cwd=scratch).stdout)["ok"] is True
+    # Damage one object: fsck lists each problem on its own line and exits 1.
+    with sqlite3.connect(scratch / "statevcs.sqlite3") as db:
+        db.execute("UPDATE objects SET data = X'00' WHERE rowid = (SELECT MIN(rowid) FROM objects)")
+    damaged = run("fsck", cwd=scratch, code=1)
+    problems = damaged.stdout.splitlines()
+    assert problems and all("corrupt" in p or "missing" in p or "object" in p for p in problems)
+    assert json.loads(run("fsck", "--json", cwd=scratch, code=1).stdout)["ok"] is False
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git CLI")
+def test_export_and_import_git(scratch: Path, tmp_path: Path) -> None:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    out = run("export-git", tmp_path / "mirror", "--push", remote, cwd=scratch).stdout
+    assert "exported 9 new commits" in out and f"pushed 4 refs to {remote}" in out
+    log = subprocess.run(
+        ["git", "-C", str(remote), "log", "--oneline", "--all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert len(log.stdout.splitlines()) == 9
+    again = json.loads(run("export-git", tmp_path / "mirror", "--json", cwd=scratch).stdout)
+    assert (again["commits_exported"], again["objects_written"]) == (0, 0)
+    run("init", tmp_path / "copy", cwd=tmp_path)
+    imported = json.loads(
+        run("-C", tmp_path / "copy", "import-git", remote, "--json", cwd=tmp_path).stdout
+    )
+    assert imported["commits_imported"] == 9
+    original = run("log", "--graph", cwd=scratch).stdout
+    assert run("log", "--graph", cwd=tmp_path / "copy").stdout == original
+    only = run("export-git", tmp_path / "budget.git", "--branch", "budget", cwd=scratch).stdout
+    assert "refs/heads/budget" in only and "refs/heads/main" not in only
+
+
+# --- the installed console script --------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("statevcs") is None, reason="statevcs is not installed on PATH")
+def test_installed_entry_point(demo: Path) -> None:
+    program = [shutil.which("statevcs") or "statevcs"]
+    version = run("--version", cwd=demo, program=program).stdout
+    assert version.strip() == f"statevcs, version {statevcs.__version__}"
+    assert (
+        run("log", "--graph", cwd=demo, program=program).stdout
+        == run("log", "--graph", cwd=demo).stdout
+    )
+    assert "Usage: statevcs" in run("--help", cwd=demo, program=program).stdout
+
+
+def test_example_script_runs(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(DEMO), str(tmp_path / "r")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"created {tmp_path / 'r'} with branches budget, main, review"

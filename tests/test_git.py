@@ -1,0 +1,392 @@
+"""The git mirror (statevcs/git.py), checked with dulwich and with the real ``git`` CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import statevcs
+from statevcs import GitMirrorError
+from statevcs.git import MAP_FILE, export_git, from_json, import_git, to_json
+from statevcs.merge import merge, same
+
+pytest.importorskip("dulwich")
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git CLI")
+
+T0 = datetime(2025, 1, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)
+
+
+def git(*args: str | Path, cwd: Path | None = None) -> str:
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd or Path.cwd()), "PATH": _path()}
+    result = subprocess.run(
+        ["git", *map(str, args)], cwd=cwd, capture_output=True, text=True, env=env, check=True
+    )
+    return result.stdout
+
+
+def _path() -> str:
+    import os
+
+    return os.environ.get("PATH", "")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=61, microseconds=7)
+        return self.now
+
+
+def build(repo: statevcs.Repo, clock: Clock) -> dict[str, Any]:
+    """A history with bytes, odd keys, a branch, a tag and a merge."""
+    agent: dict[str, Any] = {
+        "messages": [{"role": "user", "content": [{"text": "hi"}]}],
+        "counter": 0,
+        "marker_like": {"__bytes__": "not really bytes"},
+    }
+    repo.commit(agent, "start", metadata={"run": 1}, timestamp=clock())
+    for n in range(1, 4):
+        agent["messages"].append(
+            {"role": "assistant", "content": [{"text": f"step {n}"}], "raw": b"\x00\xff" * n}
+        )
+        agent["counter"] = n
+        repo.commit(agent, f"step {n}\n\nwith a body", timestamp=clock())
+    repo.tag("v1")
+    repo.branch("side", "main~2")
+    repo.checkout(agent, "side")
+    agent["messages"].append({"role": "user", "content": "side", 7: {"int": "keys"}})
+    agent["side_only"] = [1.5, None, True]
+    repo.commit(agent, "side work", author="Ada Lovelace <ada@example.com>", timestamp=clock())
+    repo.checkout(agent, "main")
+    merge(repo, "main", "side", strategy="ours", timestamp=clock())
+    repo.checkout(agent, "main")
+    return agent
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def repo(tmp_path: Path, clock: Clock) -> statevcs.Repo:
+    repo = statevcs.Repo.init(tmp_path / "repo", author="tester <t@example.com>")
+    build(repo, clock)
+    yield repo
+    repo.close()
+
+
+def all_commits(repo: statevcs.Repo) -> list[statevcs.Commit]:
+    return list(repo.log_all())
+
+
+# --- JSON mapping ------------------------------------------------------------------------
+
+leaves = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+    st.binary(max_size=8),
+)
+documents = st.recursive(
+    leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.text(max_size=10), inner, max_size=4),
+        st.dictionaries(st.integers(-5, 5), inner, max_size=3),
+        st.dictionaries(st.sampled_from(["__bytes__", "__map__", "__dict__", "__raw__"]), inner),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents)
+def test_json_mapping_round_trips_exactly(value: Any) -> None:
+    encoded = to_json(value)
+    text = json.dumps(encoded, allow_nan=False)
+    assert same(from_json(json.loads(text)), value)
+
+
+def test_json_markers() -> None:
+    assert to_json(b"\x00") == {"__bytes__": "AA=="}
+    assert to_json(math.inf) == {"__float__": "inf"}
+    assert to_json({1: "a"}) == {"__map__": [[1, "a"]]}
+    assert to_json({"__bytes__": "x"}) == {"__dict__": {"__bytes__": "x"}}
+    with pytest.raises(GitMirrorError):
+        to_json(object())
+
+
+# --- export / import ---------------------------------------------------------------------
+
+
+def test_round_trip_gives_identical_ids(repo: statevcs.Repo, tmp_path: Path) -> None:
+    report = export_git(repo, tmp_path / "mirror")
+    commits = all_commits(repo)
+    assert report.commits_exported == report.mirror_commits == len(commits)
+    assert set(report.refs_updated) == {"refs/heads/main", "refs/heads/side", "refs/tags/v1"}
+
+    copy = statevcs.Repo.init("memory://")
+    back = import_git(copy, tmp_path / "mirror")
+    assert back.commits_imported == len(commits)
+    assert copy.refs() == repo.refs()
+    for commit in commits:
+        again = copy.get_commit(commit.id)
+        assert again == commit
+        assert copy.read_snapshot(commit.snapshot_id) == repo.read_snapshot(commit.snapshot_id)
+    assert copy.head_branch == "main"
+    # A second import finds everything present.
+    twice = import_git(copy, tmp_path / "mirror")
+    assert (twice.commits_imported, twice.commits_existing) == (0, len(commits))
+    assert twice.refs_updated == {}
+
+
+def test_non_json_state_round_trips_through_raw_markers(tmp_path: Path, clock: Clock) -> None:
+    serializer = statevcs.MsgpackSerializer()
+    repo = statevcs.Repo.init(tmp_path / "mp", serializer=serializer)
+    state = {"when": T0, "tags": {"a", "b"}, "pair": (1, 2), "blob": b"\x01"}
+    first = repo.commit(state, "rich values", timestamp=clock())
+    export_git(repo, tmp_path / "mirror.git")
+    from dulwich.repo import Repo as GitRepo
+
+    with GitRepo(str(tmp_path / "mirror.git")) as mirror:
+        tree = mirror[mirror[b"refs/heads/main"].tree]
+        written = json.loads(mirror[tree[b"state.json"][1]].data)
+    assert written["when"]["__raw__"]["codec"] == "msgpack"
+    assert "datetime" in written["when"]["__raw__"]["repr"]
+    # The importing repository needs no msgpack serializer: bytes are copied verbatim.
+    copy = statevcs.Repo.init("memory://")
+    import_git(copy, tmp_path / "mirror.git")
+    assert copy.resolve("main") == first.id
+    copy.serializer = serializer
+    assert copy.show("main").state == state
+
+
+def test_exports_are_incremental(repo: statevcs.Repo, tmp_path: Path, clock: Clock) -> None:
+    target = tmp_path / "mirror"
+    first = export_git(repo, target)
+    assert first.objects_written > 0
+    again = export_git(repo, target)
+    assert (again.commits_exported, again.objects_written, again.refs_updated) == (0, 0, {})
+
+    agent: dict[str, Any] = {}
+    repo.checkout(agent, "main")
+    for n in range(10):
+        agent["messages"].append({"role": "user", "content": f"more {n}"})
+        agent["counter"] = 100 + n
+        repo.commit(agent, f"more {n}", timestamp=clock())
+    objects_before = _git_objects(target)
+    later = export_git(repo, target)
+    assert later.commits_exported == 10
+    # Each new commit adds at most: commit, root tree, messages tree, one message blob,
+    # state.json and statevcs.json. Unchanged messages and extras.json are reused.
+    assert later.objects_written <= 10 * 6
+    assert len(_git_objects(target) - objects_before) == later.objects_written
+    assert later.refs_updated.keys() == {"refs/heads/main"}
+
+
+def _git_objects(target: Path) -> set[bytes]:
+    from dulwich.repo import Repo as GitRepo
+
+    with GitRepo(str(target)) as mirror:
+        return set(mirror.object_store)
+
+
+def test_the_id_map_is_rebuilt_from_the_mirror(repo: statevcs.Repo, tmp_path: Path) -> None:
+    target = tmp_path / "mirror"
+    export_git(repo, target)
+    (target / ".git" / MAP_FILE).unlink()
+    again = export_git(repo, target)
+    assert (again.commits_exported, again.objects_written) == (0, 0)
+    assert (target / ".git" / MAP_FILE).is_file()
+
+
+def test_single_branch_export(repo: statevcs.Repo, tmp_path: Path) -> None:
+    report = export_git(repo, tmp_path / "side.git", branch="side")
+    assert set(report.refs_updated) == {"refs/heads/side"}
+    assert report.commits_exported == len(list(repo.log("side", all_parents=True)))
+    with pytest.raises(GitMirrorError, match="no branch named"):
+        export_git(repo, tmp_path / "other.git", branch="nope")
+
+
+def test_deleted_branches_leave_the_mirror(repo: statevcs.Repo, tmp_path: Path) -> None:
+    export_git(repo, tmp_path / "m.git")
+    repo.delete_branch("side")
+    report = export_git(repo, tmp_path / "m.git")
+    assert report.refs_deleted == ["refs/heads/side"]
+
+
+def test_target_must_be_empty_or_git(repo: statevcs.Repo, tmp_path: Path) -> None:
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "file.txt").write_text("x")
+    with pytest.raises(GitMirrorError, match="not a git repository"):
+        export_git(repo, tmp_path / "full")
+    with pytest.raises(GitMirrorError, match="not a git repository"):
+        import_git(repo, tmp_path / "full")
+
+
+def test_missing_dulwich_explains_the_extra(
+    repo: statevcs.Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "dulwich", None)
+    with pytest.raises(GitMirrorError, match=r"statevcs\[git\]"):
+        export_git(repo, tmp_path / "m")
+
+
+def test_repo_methods_delegate(repo: statevcs.Repo, tmp_path: Path) -> None:
+    assert repo.export_git(tmp_path / "m.git").commits_exported == len(all_commits(repo))
+    copy = statevcs.Repo.init("memory://")
+    assert copy.import_git(tmp_path / "m.git").commits_imported == len(all_commits(repo))
+
+
+# --- with the git CLI --------------------------------------------------------------------
+
+
+@needs_git
+def test_git_reads_the_mirror(repo: statevcs.Repo, tmp_path: Path) -> None:
+    mirror = tmp_path / "mirror"
+    export_git(repo, mirror)
+    lines = git("-C", mirror, "log", "--oneline", "--all").splitlines()
+    assert len(lines) == len(all_commits(repo))
+    git("-C", mirror, "fsck", "--strict")  # check=True: a problem fails the test
+    state = json.loads(git("-C", mirror, "show", "HEAD:state.json"))
+    assert state == {k: to_json(v) for k, v in repo.show("main").state.items()}
+    # The working tree follows main, so the two-argument and working-tree diffs agree.
+    assert git("-C", mirror, "status", "--porcelain") == ""
+    diff = git("-C", mirror, "diff", "HEAD~1", "--", "messages/")
+    assert diff == git("-C", mirror, "diff", "HEAD~1", "HEAD", "--", "messages/")
+    head = repo.get_commit("main")
+    shown = git("-C", mirror, "log", "-1", "--format=%an <%ae>|%at|%P|%s", "main")
+    author, seconds, parents, subject = shown.strip().split("|")
+    assert author == head.author
+    assert int(seconds) == int(head.timestamp.timestamp())
+    assert len(parents.split()) == 2
+    assert subject == head.message
+    side_author = git("-C", mirror, "log", "-1", "--format=%an", "side").strip()
+    assert side_author == "Ada Lovelace"
+
+
+@needs_git
+def test_diffable_message_files(repo: statevcs.Repo, tmp_path: Path, clock: Clock) -> None:
+    mirror = tmp_path / "mirror"
+    export_git(repo, mirror)
+    agent: dict[str, Any] = {}
+    repo.checkout(agent, "main")
+    agent["messages"].append({"role": "assistant", "content": "a new reply"})
+    repo.commit(agent, "reply", timestamp=clock())
+    report = export_git(repo, mirror)
+    assert report.worktree_updated
+    n = len(agent["messages"])
+    diff = git("-C", mirror, "diff", "HEAD~1", "--", "messages/")
+    assert f"+++ b/messages/{n:06d}-assistant.json" in diff
+    assert '+  "content": "a new reply"' in diff
+    assert (mirror / "messages" / f"{n:06d}-assistant.json").is_file()
+
+
+def test_local_edits_in_the_mirror_are_kept(
+    repo: statevcs.Repo, tmp_path: Path, clock: Clock
+) -> None:
+    mirror = tmp_path / "mirror"
+    export_git(repo, mirror)
+    (mirror / "state.json").write_text("{}\n")
+    repo.commit({"fresh": 1}, "new", branch="main", timestamp=clock())
+    report = export_git(repo, mirror)
+    assert not report.worktree_updated
+    assert "local changes" in report.warnings[0]
+    assert (mirror / "state.json").read_text() == "{}\n"
+
+
+def test_pickled_state_imports_without_the_key(tmp_path: Path, clock: Clock) -> None:
+    repo = statevcs.Repo.init("memory://", serializer=statevcs.PickleSerializer(key="secret"))
+    first = repo.commit({"obj": complex(1, 2)}, "pickled", timestamp=clock())
+    export_git(repo, tmp_path / "p.git")
+    copy = statevcs.Repo.init("memory://")
+    import_git(copy, tmp_path / "p.git")
+    assert copy.resolve("main") == first.id
+
+
+@needs_git
+def test_push_to_a_bare_remote(repo: statevcs.Repo, tmp_path: Path, clock: Clock) -> None:
+    remote = tmp_path / "remote.git"
+    git("init", "--bare", "-q", remote)
+    report = export_git(repo, tmp_path / "mirror", push=str(remote))
+    assert report.pushed == str(remote)
+    assert all(status is None for status in report.push_refs.values())
+    assert len(git("-C", remote, "log", "--oneline", "--all").splitlines()) == len(
+        all_commits(repo)
+    )
+    git("-C", remote, "fsck", "--strict")
+    assert "counter" in git("-C", remote, "show", "main:state.json")
+
+    # A reset makes main non-fast-forward: rejected unless forced.
+    repo.reset("main", "main~1")
+    with pytest.raises(GitMirrorError, match="rejected"):
+        export_git(repo, tmp_path / "mirror", push=remote.as_uri())
+    export_git(repo, tmp_path / "mirror", push=remote.as_uri(), force=True)
+    assert (
+        git("-C", remote, "rev-parse", "main").strip()
+        == git("-C", tmp_path / "mirror", "rev-parse", "main").strip()
+    )
+
+
+@needs_git
+def test_push_to_a_missing_remote_fails_clearly(repo: statevcs.Repo, tmp_path: Path) -> None:
+    with pytest.raises(GitMirrorError, match="push to"):
+        export_git(repo, tmp_path / "mirror", push=str(tmp_path / "nowhere.git"))
+
+
+@needs_git
+def test_commits_made_with_git_import_as_new_commits(repo: statevcs.Repo, tmp_path: Path) -> None:
+    mirror = tmp_path / "mirror"
+    export_git(repo, mirror)
+    state = json.loads((mirror / "state.json").read_text())
+    state["counter"] = 42
+    (mirror / "state.json").write_text(json.dumps(state, indent=2))
+    git("-C", mirror, "add", "state.json")
+    git(
+        "-C",
+        mirror,
+        "-c",
+        "user.name=Grace",
+        "-c",
+        "user.email=grace@example.com",
+        "commit",
+        "-q",
+        "-m",
+        "edited in git",
+    )
+    before = repo.resolve("main")
+    report = import_git(repo, mirror)
+    assert (report.commits_imported, report.commits_from_git) == (1, 1)
+    head = repo.get_commit("main")
+    assert head.parents == (before,)
+    assert head.message == "edited in git"
+    assert head.author == "Grace <grace@example.com>"
+    assert repo.show("main").state["counter"] == 42
+    assert repo.show("main").messages == repo.show(before).messages
+
+
+@needs_git
+def test_diverged_refs_are_skipped_on_import(
+    repo: statevcs.Repo, tmp_path: Path, clock: Clock
+) -> None:
+    export_git(repo, tmp_path / "m.git")
+    repo.reset("main", "main~1")
+    repo.commit({"other": True}, "diverge", branch="main", timestamp=clock())
+    report = import_git(repo, tmp_path / "m.git")
+    assert list(report.refs_skipped) == ["refs/heads/main"]
+    assert repo.get_commit("main").message == "diverge"
