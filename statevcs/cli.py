@@ -1068,8 +1068,12 @@ def gc(grace: str, dry_run: bool, as_json: bool) -> None:
         disable=as_json or not state.err.is_terminal,
     )
     with progress:
-        progress.add_task("collecting garbage", total=None)
-        report = repo.gc(period, dry_run=dry_run)
+        task = progress.add_task("collecting garbage", total=None)
+
+        def advance(phase: str, done: int, total: int) -> None:
+            progress.update(task, description=phase, completed=done, total=total)
+
+        report = repo.gc(period, dry_run=dry_run, progress=advance)
     if as_json:
         _emit_json(
             {

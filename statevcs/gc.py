@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -83,11 +84,15 @@ def reachability_roots(store: Store) -> set[ObjectId]:
 
 
 def mark_reachable(
-    store: Store, roots: set[ObjectId], problems: list[str] | None = None
+    store: Store,
+    roots: set[ObjectId],
+    problems: list[str] | None = None,
+    on_batch: Callable[[int], None] | None = None,
 ) -> set[ObjectId]:
     """Return every object reachable from ``roots``, reading one batch per generation.
 
     With ``problems`` given, missing or corrupt objects are recorded there instead of raised.
+    ``on_batch`` is called with the number of objects marked so far after each batch.
     """
     reachable: set[ObjectId] = set()
     frontier = list(roots)
@@ -113,18 +118,36 @@ def mark_reachable(
                 problems.append(str(exc))
                 continue
             frontier.extend(children(obj))
+        if on_batch is not None:
+            on_batch(len(reachable))
     return reachable
 
 
-def collect_garbage(store: Store, grace: timedelta, *, dry_run: bool = False) -> GCReport:
+Progress = Callable[[str, int, int], None]
+"""``progress(phase, done, total)`` with phase ``"marking"`` or ``"sweeping"``."""
+
+
+def collect_garbage(
+    store: Store, grace: timedelta, *, dry_run: bool = False, progress: Progress | None = None
+) -> GCReport:
     """Delete unreachable objects written more than ``grace`` ago."""
-    reachable = mark_reachable(store, reachability_roots(store))
     cutoff = store.now() - grace.total_seconds()
     all_objects = dict(store.iter_objects())
+    total = len(all_objects)
+    reachable = mark_reachable(
+        store,
+        reachability_roots(store),
+        on_batch=None if progress is None else lambda done: progress("marking", done, total),
+    )
     old = {i for i, _ in store.iter_objects(older_than=cutoff)}
     unreachable = [i for i in all_objects if i not in reachable]
-    doomed = [i for i in unreachable if i in old]
-    deleted = store.delete_many(doomed) if doomed and not dry_run else 0
+    doomed = [i for i in unreachable if i in old and i in all_objects]
+    deleted = 0
+    if not dry_run:
+        for start in range(0, len(doomed), 1000):
+            deleted += store.delete_many(doomed[start : start + 1000])
+            if progress is not None:
+                progress("sweeping", min(start + 1000, len(doomed)), len(doomed))
     return GCReport(
         reachable=len(reachable),
         unreachable=len(unreachable),

@@ -817,10 +817,19 @@ class Repo:
 
     # --- maintenance ----------------------------------------------------------------
 
-    def gc(self, grace: timedelta = timedelta(weeks=2), *, dry_run: bool = False) -> GCReport:
-        """Delete objects unreachable from every ref and reflog, older than ``grace``."""
+    def gc(
+        self,
+        grace: timedelta = timedelta(weeks=2),
+        *,
+        dry_run: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> GCReport:
+        """Delete objects unreachable from every ref and reflog, older than ``grace``.
+
+        ``progress(phase, done, total)`` is called while marking and while sweeping.
+        """
         with self._lock:
-            report = collect_garbage(self.store, grace, dry_run=dry_run)
+            report = collect_garbage(self.store, grace, dry_run=dry_run, progress=progress)
             if report.deleted and not dry_run:
                 self.db.forget()
             return report

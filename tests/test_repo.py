@@ -458,3 +458,20 @@ def test_open_refuses_an_unknown_repository_format(tmp_path: Path) -> None:
     repo.close()
     with pytest.raises(statevcs.RepositoryError, match="format '99'"):
         Repo.open(tmp_path / "r")
+
+
+def test_gc_reports_progress(repo: Repo) -> None:
+    state: dict[str, Any] = {"messages": [message(i) for i in range(30)], "n": 0}
+    repo.commit(state)
+    repo.branch("tmp")
+    repo.checkout(state, "tmp")
+    state["messages"].append(message(99))
+    repo.commit(state)
+    repo.checkout(state, "main")
+    repo.delete_branch("tmp")
+    repo.store.delete_reflog("HEAD")
+    calls: list[tuple[str, int, int]] = []
+    report = repo.gc(grace=dt.timedelta(0), progress=lambda *args: calls.append(args))
+    assert report.deleted > 0
+    assert calls[0][0] == "marking" and calls[-1] == ("sweeping", report.deleted, report.deleted)
+    assert repo.fsck().ok
