@@ -151,10 +151,25 @@ class UnsupportedObject(StateVCSError):
 
 
 class MergeConflict(StateVCSError):
-    """A merge changed the same state keys differently on both sides."""
+    """A merge found changes it cannot combine without a strategy.
 
-    def __init__(self, message: str, keys: Iterable[str] = ()) -> None:
+    ``keys`` lists conflicting state keys, ``extras_keys`` conflicting extras keys;
+    ``messages`` says the conversations diverged and ``kind`` that the snapshot kind did.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        keys: Iterable[str] = (),
+        *,
+        extras_keys: Iterable[str] = (),
+        messages: bool = False,
+        kind: bool = False,
+    ) -> None:
         self.keys = sorted(keys)
+        self.extras_keys = sorted(extras_keys)
+        self.messages = messages
+        self.kind = kind
         super().__init__(message)
 
 

@@ -118,6 +118,7 @@ def merge_snapshots(
     resolved: dict[str, str] = {}
     problems: list[str] = []
 
+    messages_conflict = kind_conflict = False
     # messages
     if _is_prefix(theirs.messages, ours.messages):
         messages = ours.messages
@@ -128,6 +129,7 @@ def merge_snapshots(
         resolved["messages"] = side
     else:
         messages = ours.messages
+        messages_conflict = True
         problems.append(
             "the conversations diverged (neither is a prefix of the other) and conversations "
             "are never interleaved"
@@ -144,6 +146,7 @@ def merge_snapshots(
             kind = ours.kind if side == "ours" else theirs.kind
             resolved["kind"] = side
         else:
+            kind_conflict = True
             problems.append(
                 f"snapshot kind changed on both sides ({ours.kind!r} vs {theirs.kind!r})"
             )
@@ -167,7 +170,13 @@ def merge_snapshots(
             ". Choose a side with strategy='ours' or 'theirs' (`--strategy ours|theirs` on the "
             "command line); a per-key resolver callable can settle state keys"
         )
-        raise MergeConflict("merge conflict: " + "; ".join(problems) + hint, keys=state_conflicts)
+        raise MergeConflict(
+            "merge conflict: " + "; ".join(problems) + hint,
+            keys=state_conflicts,
+            extras_keys=extras_conflicts,
+            messages=messages_conflict,
+            kind=kind_conflict,
+        )
     merged = Snapshot.model_construct(kind=kind, messages=messages, state=state, extras=extras)
     return MergeResult(snapshot=merged, resolved=resolved)
 

@@ -122,8 +122,9 @@ def test_diverged_messages_need_a_side() -> None:
     base = snap([msg("hi")])
     ours = snap([msg("hi"), msg("A", "assistant")])
     theirs = snap([msg("hi"), msg("B", "assistant")])
-    with pytest.raises(MergeConflict, match="never interleaved"):
+    with pytest.raises(MergeConflict, match="never interleaved") as raised:
         merge_snapshots(base, ours, theirs)
+    assert raised.value.messages and not raised.value.keys and not raised.value.kind
     assert merge_snapshots(base, ours, theirs, strategy="theirs").snapshot.messages == (
         theirs.messages
     )
@@ -141,8 +142,9 @@ def test_extras_merge_like_state() -> None:
     theirs = Snapshot(kind="dict", extras={"prompt": "p", "model": "m2"})
     assert merge_snapshots(base, ours, theirs).snapshot.extras == {"prompt": "p2", "model": "m2"}
     clash = Snapshot(kind="dict", extras={"prompt": "p3", "model": "m"})
-    with pytest.raises(MergeConflict, match="extras keys"):
+    with pytest.raises(MergeConflict, match="extras keys") as raised:
         merge_snapshots(base, ours, clash)
+    assert raised.value.extras_keys == ["prompt"] and not raised.value.messages
 
 
 def test_unrelated_histories_merge_against_an_empty_base() -> None:
