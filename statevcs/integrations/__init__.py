@@ -1,0 +1,1 @@
+"""Framework integrations, each imported lazily when statevcs meets one of its objects."""

@@ -1,0 +1,1293 @@
+"""Strands Agents integration: chunked, deduplicated, branchable homes for Strands snapshots.
+
+Importing this module (statevcs does it for you the first time it meets a Strands object)
+registers adapters, so ``repo.commit(agent)`` and ``repo.checkout(agent, "main~1")`` work on a
+live :class:`strands.Agent` (and ``BidiAgent``, ``Swarm``, ``Graph`` and ``strands.Snapshot``).
+
+What a commit holds is exactly what ``agent.take_snapshot()`` captures -- messages, state,
+conversation-manager state, interrupt state, system prompt and model state -- plus ``agent_id``
+and ``name``:
+
+* messages go into :attr:`statevcs.Snapshot.messages` (a prolly list: one object per message,
+  shared between commits and branches; bytes such as images stay bytes);
+* ``agent.state`` values go into :attr:`statevcs.Snapshot.state`, through the repository's
+  serializer, minus the keys marked with :func:`statevcs.transient`;
+* everything else goes into :attr:`statevcs.Snapshot.extras`.
+
+Other fields are read through Strands' public ``take_snapshot``/``load_snapshot``; messages are
+read from the public ``agent.messages`` list instead, because ``take_snapshot`` deep-copies the
+whole conversation on every call.
+
+**Incremental commits** (``unchanged_prefix``/``mark_synced``). After a commit or checkout the
+messages the repository just stored are swapped, inside ``agent.messages``, for equal copies
+built from :class:`TrackedDict`/:class:`TrackedList`, whose mutating methods record "message *i*
+changed" for that repository (nested dicts and lists included). The next commit vouches for
+``min(first position where agent.messages no longer holds the very same objects, lowest edited
+position)`` messages -- a pointer comparison per message -- and the repository re-encodes the rest.
+Appends, deletions, replacements, conversation-manager trimming, redaction and in-place edits of
+old messages are all seen; anything the adapter did not capture itself makes it vouch for nothing.
+See ``docs/strands.md`` for the full rule and its caveats.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import sys
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from strands import Agent
+from strands import Snapshot as StrandsSnapshot
+from strands.bidi import BidiAgent
+from strands.hooks import (
+    AfterInvocationEvent,
+    AfterModelCallEvent,
+    AfterMultiAgentInvocationEvent,
+    AfterNodeCallEvent,
+    AgentInitializedEvent,
+    BeforeInvocationEvent,
+    HookProvider,
+    HookRegistry,
+    MessageAddedEvent,
+    MessageUpdatedEvent,
+    MultiAgentInitializedEvent,
+)
+from strands.multiagent import MultiAgentBase
+from strands.multiagent.graph import Graph
+from strands.multiagent.swarm import Swarm
+from strands.session import SessionManager
+from strands.types.content import Message
+
+from ..adapters import register_adapter, transient_keys
+from ..errors import StateVCSError, UnsupportedObject
+from ..refs import check_short_name
+from ..snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from strands.types._snapshot import SnapshotField
+
+    from ..repo import Commit, Repo
+
+logger = logging.getLogger(__name__)
+
+KIND_AGENT = "strands.agent"
+"""Snapshot kind of a Strands ``Agent``/``BidiAgent`` and of an agent-scope ``strands.Snapshot``."""
+KIND_SWARM = "strands.swarm"
+"""Snapshot kind of a Strands ``Swarm``: orchestrator state plus every node agent."""
+KIND_GRAPH = "strands.graph"
+"""Snapshot kind of a Strands ``Graph``: orchestrator state plus every node agent."""
+KIND_MULTIAGENT = "strands.multiagent"
+"""Snapshot kind of another ``MultiAgentBase`` orchestrator, or of a multiAgent-scope snapshot."""
+
+SNAPSHOT_FIELDS: tuple[str, ...] = (
+    "messages",
+    "state",
+    "conversation_manager_state",
+    "interrupt_state",
+    "system_prompt",
+    "model_state",
+)
+"""The fields ``Agent.take_snapshot`` can capture, all of which a commit keeps."""
+BIDI_SNAPSHOT_FIELDS: tuple[str, ...] = ("messages", "state", "system_prompt")
+"""The subset a ``BidiAgent`` supports."""
+
+CommitOn = Literal["message", "invocation", "tool_call"]
+"""When :class:`StateVCSSessionManager` and :class:`AutoCommit` commit (see their docs)."""
+_COMMIT_ON: tuple[str, ...] = ("message", "invocation", "tool_call")
+
+_SCHEMA_VERSION = "1.0"
+_FIELDS_KEY = "fields"
+_NODES_KEY = "nodes"
+_ORCHESTRATORS_KEY = "orchestrators"
+
+
+# --- change tracking for committed messages ------------------------------------------------------
+
+_UNCHANGED = 1 << 62
+_scan = threading.local()
+
+
+class _Guard:
+    """Reports in-place edits of one committed message to the record that committed it."""
+
+    __slots__ = ("index", "record")
+
+    def __init__(self, record: weakref.ref[_Record], index: int) -> None:
+        self.record = record
+        self.index = index
+
+    def touch(self) -> None:
+        record = self.record()
+        if record is not None:
+            record.touches += 1
+            if self.index < record.dirty_from:
+                record.dirty_from = self.index
+
+
+class TrackedDict(dict[Any, Any]):
+    """A ``dict`` that tells statevcs when it changes (committed Strands messages use it).
+
+    It behaves as a plain ``dict`` (``isinstance(x, dict)``, ``==``, JSON, msgpack); copies,
+    deep copies and pickles of it are plain dicts.
+    """
+
+    __slots__ = ("_guard",)
+    _guard: _Guard
+
+    def __eq__(self, other: object) -> bool:
+        if getattr(_scan, "identity", False):
+            return self is other
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        if getattr(_scan, "identity", False):
+            return self is not other
+        return dict.__ne__(self, other)
+
+    __hash__ = None
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._guard.touch()
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self._guard.touch()
+        dict.__delitem__(self, key)
+
+    def __ior__(self, other: Any) -> TrackedDict:  # type: ignore[misc]
+        self._guard.touch()
+        dict.update(self, other)
+        return self
+
+    def clear(self) -> None:
+        """Remove every item."""
+        self._guard.touch()
+        dict.clear(self)
+
+    def pop(self, *args: Any) -> Any:
+        """Remove a key and return its value."""
+        self._guard.touch()
+        return dict.pop(self, *args)
+
+    def popitem(self) -> tuple[Any, Any]:
+        """Remove and return the last item."""
+        self._guard.touch()
+        return dict.popitem(self)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        """Return ``self[key]``, inserting ``default`` first if missing."""
+        if key not in self:
+            self._guard.touch()
+        return dict.setdefault(self, key, default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        """Update from a mapping or pairs."""
+        self._guard.touch()
+        dict.update(self, *args, **kwargs)
+
+    def __copy__(self) -> dict[Any, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
+        result: dict[Any, Any] = {}
+        memo[id(self)] = result
+        for key, value in self.items():
+            result[copy.deepcopy(key, memo)] = copy.deepcopy(value, memo)
+        return result
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
+
+
+class TrackedList(list[Any]):
+    """A ``list`` that tells statevcs when it changes (see :class:`TrackedDict`)."""
+
+    __slots__ = ("_guard",)
+    _guard: _Guard
+
+    def __eq__(self, other: object) -> bool:
+        if getattr(_scan, "identity", False):
+            return self is other
+        return list.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        if getattr(_scan, "identity", False):
+            return self is not other
+        return list.__ne__(self, other)
+
+    __hash__ = None
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._guard.touch()
+        list.__setitem__(self, index, value)
+
+    def __delitem__(self, index: Any) -> None:
+        self._guard.touch()
+        list.__delitem__(self, index)
+
+    def __iadd__(self, other: Any) -> TrackedList:  # type: ignore[misc]
+        self._guard.touch()
+        list.extend(self, other)
+        return self
+
+    def __imul__(self, count: Any) -> TrackedList:  # type: ignore[misc]
+        self._guard.touch()
+        list.__imul__(self, count)
+        return self
+
+    def append(self, value: Any) -> None:
+        """Append ``value``."""
+        self._guard.touch()
+        list.append(self, value)
+
+    def extend(self, values: Any) -> None:
+        """Append every item of ``values``."""
+        self._guard.touch()
+        list.extend(self, values)
+
+    def insert(self, index: Any, value: Any) -> None:
+        """Insert ``value`` before ``index``."""
+        self._guard.touch()
+        list.insert(self, index, value)
+
+    def pop(self, index: Any = -1) -> Any:
+        """Remove and return the item at ``index``."""
+        self._guard.touch()
+        return list.pop(self, index)
+
+    def remove(self, value: Any) -> None:
+        """Remove the first occurrence of ``value``."""
+        self._guard.touch()
+        list.remove(self, value)
+
+    def clear(self) -> None:
+        """Remove every item."""
+        self._guard.touch()
+        list.clear(self)
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        """Sort in place."""
+        self._guard.touch()
+        list.sort(self, *args, **kwargs)
+
+    def reverse(self) -> None:
+        """Reverse in place."""
+        self._guard.touch()
+        list.reverse(self)
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        result: list[Any] = []
+        memo[id(self)] = result
+        result.extend(copy.deepcopy(value, memo) for value in self)
+        return result
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        return (list, (list(self),))
+
+
+_LEAVES = frozenset({str, int, float, bool, bytes, type(None)})
+
+
+def _track(value: Any, guard: _Guard) -> Any:
+    """Return a copy of ``value`` whose dicts and lists report edits to ``guard``."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return value
+    if kind is dict or isinstance(value, dict):
+        # dict.__init__ fills the subclass directly, bypassing the tracking __setitem__.
+        tracked_dict = TrackedDict({key: _track(item, guard) for key, item in value.items()})
+        tracked_dict._guard = guard
+        return tracked_dict
+    if kind is list or isinstance(value, list):
+        tracked_list = TrackedList([_track(item, guard) for item in value])
+        tracked_list._guard = guard
+        return tracked_list
+    if isinstance(value, tuple):
+        return tuple(_track(item, guard) for item in value)
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)  # a mutable buffer could change unseen; bytes cannot
+    return value
+
+
+def _identity_prefix(live: Sequence[Any], synced: Sequence[Any]) -> int:
+    """Length of the longest prefix where both lists hold the very same objects."""
+    limit = min(len(live), len(synced))
+    left = live if len(live) == limit else live[:limit]
+    right = synced if len(synced) == limit else synced[:limit]
+    # list == list skips identical items without touching them (a pointer comparison each);
+    # while _scan.identity is set, tracked containers compare equal only to themselves.
+    _scan.identity = True
+    try:
+        if left == right:
+            return limit
+    finally:
+        _scan.identity = False
+    for index in range(limit):
+        if live[index] is not synced[index]:
+            return index
+    return limit
+
+
+@dataclass
+class _Pending:
+    thread: int
+    keep: int | None
+    start: int
+    new: list[Any]
+    touches: int
+    state: dict[str, Any] | None = None
+    extras: dict[str, Any] | None = None
+
+
+@dataclass(eq=False)
+class _Record:
+    ref: weakref.ref[Any]
+    repo: weakref.ref[Any]
+    synced: list[Any] | None = None
+    state: dict[str, Any] | None = None
+    extras: dict[str, Any] | None = None
+    dirty_from: int = _UNCHANGED
+    touches: int = 0
+    pending: _Pending | None = None
+    self_ref: weakref.ref[_Record] | None = None
+
+    def guard(self, index: int) -> _Guard:
+        if self.self_ref is None:
+            self.self_ref = weakref.ref(self)
+        return _Guard(self.self_ref, index)
+
+    def distrust(self) -> None:
+        self.synced = self.state = self.extras = None
+        self.dirty_from = _UNCHANGED
+
+
+class _SyncTracker:
+    """Per live object and repository: the message objects last synced, and edits since.
+
+    After a commit the new messages in the live list are swapped for tracked copies
+    (:class:`TrackedDict`/:class:`TrackedList`, equal in content) whose every mutating method
+    records the lowest edited index. A commit then vouches for the longest prefix that still holds
+    the very same message objects (a pointer comparison per message) and lies below the lowest
+    edited index. Records are kept per repository, because each repository remembers its own
+    last sync of the object.
+    """
+
+    def __init__(self) -> None:
+        self._records: dict[tuple[int, int], _Record] = {}
+        self._lock = threading.Lock()
+
+    def record(self, obj: Any, repo: Any, create: bool = True) -> _Record | None:
+        """The record of ``obj`` in ``repo`` (created if asked; never without a repository)."""
+        if repo is None:
+            return None
+        key = (id(obj), id(repo))
+        with self._lock:
+            record = self._records.get(key)
+            if record is not None and record.ref() is obj and record.repo() is repo:
+                return record
+            if not create:
+                return None
+
+            def forget(_ref: object, key: tuple[int, int] = key) -> None:
+                self._records.pop(key, None)
+
+            record = _Record(weakref.ref(obj, forget), weakref.ref(repo, forget))
+            self._records[key] = record
+            return record
+
+    def capture(self, obj: Any, repo: Any, live: list[Any]) -> None:
+        """Note a capture of ``live`` (``obj``'s messages, back to back) for ``repo``."""
+        record = self.record(obj, repo)
+        if record is None:
+            return
+        keep: int | None = None
+        if record.synced is not None:
+            keep = min(_identity_prefix(live, record.synced), record.dirty_from)
+        start = keep or 0
+        record.pending = _Pending(threading.get_ident(), keep, start, live[start:], record.touches)
+
+    def restored(self, obj: Any, repo: Any, messages: list[Any]) -> None:
+        """Note that ``obj`` now holds exactly ``messages``, fresh from a checkout of ``repo``."""
+        record = self.record(obj, repo)
+        if record is not None:
+            record.pending = _Pending(threading.get_ident(), None, 0, messages, record.touches)
+
+    def note_fields(
+        self, obj: Any, repo: Any, state: dict[str, Any], extras: dict[str, Any]
+    ) -> None:
+        """Attach the captured non-message fields to the pending capture."""
+        record = self.record(obj, repo, create=False)
+        if record is not None and record.pending is not None:
+            record.pending.state = state
+            record.pending.extras = extras
+
+    def unchanged_prefix(self, obj: Any, repo: Any) -> int | None:
+        """Leading messages unchanged since the last sync, for the capture in progress."""
+        record = self.record(obj, repo, create=False)
+        pending = record.pending if record is not None else None
+        if pending is None or pending.thread != threading.get_ident():
+            return None
+        return pending.keep
+
+    def mark_synced(self, obj: Any, repo: Any, lists: Callable[[], list[list[Any]]]) -> None:
+        """Adopt the pending capture as synced; swap its new messages for tracked copies.
+
+        ``lists`` returns the live list(s) holding the messages, back to back.
+        """
+        record = self.record(obj, repo, create=False)
+        if record is None:
+            return
+        pending = record.pending
+        record.pending = None
+        if (
+            pending is None
+            or pending.thread != threading.get_ident()
+            or pending.touches != record.touches
+        ):
+            # Synced from a capture this tracker did not see, or edited meanwhile: trust nothing.
+            record.distrust()
+            return
+        start, new = pending.start, pending.new
+        end = start + len(new)
+        tracked: list[Any] = []
+        base = 0
+        for live in lists():
+            for index in range(max(start, base), min(end, base + len(live))):
+                current = live[index - base]
+                if current is not new[index - start]:
+                    record.distrust()
+                    return
+                copy_ = _track(current, record.guard(index))
+                list.__setitem__(live, index - base, copy_)
+                tracked.append(copy_)
+            base += len(live)
+        if base != end or len(tracked) != len(new):
+            record.distrust()
+            return
+        synced = record.synced if pending.keep is not None and record.synced is not None else []
+        del synced[start:]
+        synced.extend(tracked)
+        record.synced = synced
+        record.state = pending.state
+        record.extras = pending.extras
+        record.dirty_from = _UNCHANGED
+
+    def is_clean(
+        self, obj: Any, repo: Any, live: list[Any], state: dict[str, Any], extras: dict[str, Any]
+    ) -> bool:
+        """Whether ``obj`` still equals what ``repo`` last synced (messages, state, extras)."""
+        record = self.record(obj, repo, create=False)
+        if record is None or record.synced is None or record.extras is None:
+            return False
+        return (
+            record.dirty_from == _UNCHANGED
+            and len(live) == len(record.synced)
+            and _identity_prefix(live, record.synced) == len(live)
+            and state == record.state
+            and extras == record.extras
+        )
+
+
+def _calling_repo() -> Any | None:
+    """The :class:`~statevcs.Repo` whose method called the adapter, if it can be found.
+
+    The adapter protocol does not pass the repository, but each repository keeps its own last
+    sync of an object, so incremental hints must be per repository. Without one the adapter
+    vouches for nothing (every message is re-encoded), which is always correct.
+    """
+    from ..repo import Repo
+
+    frame: FrameType | None = sys._getframe(2)
+    for _ in range(6):
+        if frame is None:
+            return None
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, Repo):
+            return candidate
+        frame = frame.f_back
+    return None
+
+
+# --- the agent adapter ----------------------------------------------------------------------
+
+
+def _fields_of(agent: Any) -> tuple[str, ...]:
+    return BIDI_SNAPSHOT_FIELDS if isinstance(agent, BidiAgent) else SNAPSHOT_FIELDS
+
+
+def _take_fields(agent: Any, fields: Sequence[str]) -> StrandsSnapshot:
+    include = cast("list[SnapshotField]", [f for f in fields if f != "messages"])
+    return agent.take_snapshot(include=include)  # type: ignore[no-any-return]
+
+
+def _restore_state(agent: Any, stored: Mapping[str, Any]) -> dict[str, Any]:
+    """The state to load: the stored values plus the agent's live transient values."""
+    state = dict(stored)
+    keep = transient_keys(agent)
+    if keep:
+        live = agent.state.get()
+        for key in keep:
+            if key in live:
+                state[key] = live[key]
+    return state
+
+
+def _load_into(agent: Any, data: dict[str, Any]) -> None:
+    manager_state = data.get("conversation_manager_state")
+    manager = getattr(agent, "conversation_manager", None)
+    if isinstance(manager_state, Mapping) and manager is not None:
+        stored, live = manager_state.get("__name__"), type(manager).__name__
+        if stored != live:
+            raise StateVCSError(
+                f"this commit was made by an agent with a {stored}, but this agent uses a "
+                f"{live}; create the agent with conversation_manager={stored}(...) to check it out"
+            )
+    snapshot = StrandsSnapshot(
+        scope="agent", schema_version=_SCHEMA_VERSION, data=data, app_data={}
+    )
+    try:
+        agent.load_snapshot(snapshot)
+    except (ValueError, TypeError) as exc:
+        raise StateVCSError(
+            f"Strands refused to load this commit into the agent: {exc}. (Strands keeps "
+            "agent.state JSON-only, so values a rich serializer restored, such as datetimes, "
+            "cannot go back into an Agent.)"
+        ) from exc
+
+
+class StrandsAgentAdapter:
+    """Adapter for ``strands.Agent`` and ``strands.bidi.BidiAgent`` (kind ``strands.agent``).
+
+    Capture takes every snapshot field the agent supports; restore loads them in place through
+    ``agent.load_snapshot`` and sets ``agent.messages``. ``unchanged_prefix``/``mark_synced``
+    implement incremental commits (see the module documentation for the rule).
+    """
+
+    kind = KIND_AGENT
+
+    def __init__(self) -> None:
+        """Create an adapter with its own record of what each live agent last synced."""
+        self._tracker = _SyncTracker()
+
+    # parts shared with the orchestrator adapter
+    def capture_parts(
+        self, agent: Any
+    ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+        """Return ``(messages, state, extras)`` of a live agent (messages not yet tracked)."""
+        fields = _fields_of(agent)
+        strands_snapshot = _take_fields(agent, fields)
+        data = dict(strands_snapshot.data)
+        state = data.pop("state", {})
+        skip = transient_keys(agent)
+        if skip:
+            state = {key: value for key, value in state.items() if key not in skip}
+        extras: dict[str, Any] = {
+            "agent_id": agent.agent_id,
+            "name": agent.name,
+            "schema_version": strands_snapshot.schema_version,
+            _FIELDS_KEY: list(fields),
+        }
+        extras.update(data)
+        return agent.messages, state, extras
+
+    def capture(self, obj: Any) -> Snapshot:
+        """Capture a live agent (its message objects themselves; nothing is deep-copied)."""
+        live, state, extras = self.capture_parts(obj)
+        repo = _calling_repo()
+        self._tracker.capture(obj, repo, live)
+        self._tracker.note_fields(obj, repo, state, extras)
+        return Snapshot.model_construct(kind=KIND_AGENT, messages=live, state=state, extras=extras)
+
+    def restore(self, obj: Any, snapshot: Snapshot) -> None:
+        """Load ``snapshot`` into the live agent in place, keeping its transient state keys."""
+        fields = self.fields_to_restore(obj, snapshot.kind, snapshot.extras)
+        messages = snapshot.messages if "messages" in fields else None
+        self.restore_parts(obj, fields, messages, snapshot.state, snapshot.extras)
+        # The repository now holds snapshot.messages as this agent's last sync.
+        held = list(obj.messages) if messages is not None else []
+        self._tracker.restored(obj, _calling_repo(), held)
+
+    def fields_to_restore(self, agent: Any, kind: str, extras: Mapping[str, Any]) -> list[str]:
+        """The snapshot fields a checkout of a ``kind`` snapshot sets on ``agent``."""
+        if kind == KIND_AGENT:
+            stored = extras.get(_FIELDS_KEY, SNAPSHOT_FIELDS)
+            return [f for f in stored if f in _fields_of(agent)]
+        if kind in ("dict", "snapshot"):
+            return ["messages", "state"]
+        raise UnsupportedObject(
+            f"this commit holds a {kind!r} snapshot, which cannot be checked out into a "
+            f"{type(agent).__name__}; check it out into the matching object "
+            "(a Swarm or Graph for strands.swarm / strands.graph)"
+        )
+
+    def restore_parts(
+        self,
+        agent: Any,
+        fields: Sequence[str],
+        messages: list[Any] | None,
+        state: Mapping[str, Any],
+        extras: Mapping[str, Any],
+    ) -> None:
+        """Set ``fields`` on ``agent``: ``messages`` as given, the rest via ``load_snapshot``."""
+        data: dict[str, Any] = {f: extras[f] for f in fields if f in extras}
+        data.pop("messages", None)
+        if "state" in fields:
+            data["state"] = _restore_state(agent, state)
+        if data:
+            _load_into(agent, data)
+        if messages is not None:
+            agent.messages = messages
+
+    def unchanged_prefix(self, obj: Any) -> int | None:
+        """Leading messages unchanged since the last commit or checkout (``None``: all new)."""
+        return self._tracker.unchanged_prefix(obj, _calling_repo())
+
+    def mark_synced(self, obj: Any) -> None:
+        """Remember what the repository just stored (or loaded); start tracking new messages."""
+        self._tracker.mark_synced(obj, _calling_repo(), lambda: [obj.messages])
+
+    def is_clean(self, obj: Any, repo: Repo) -> bool:
+        """Whether the agent equals its last commit to (or checkout from) ``repo``; cheap."""
+        live, state, extras = self.capture_parts(obj)
+        return self._tracker.is_clean(obj, repo, live, state, extras)
+
+
+# --- Strands Snapshot objects ---------------------------------------------------------------
+
+
+def from_strands_snapshot(
+    snapshot: StrandsSnapshot, *, agent_id: str | None = None, name: str | None = None
+) -> Snapshot:
+    """Convert a ``strands.Snapshot`` (``agent.take_snapshot(...)``) into a statevcs snapshot.
+
+    ``app_data`` and ``created_at`` are kept in ``extras``; fields the Strands snapshot did not
+    capture stay absent, so restoring it leaves them unchanged (as ``load_snapshot`` does).
+    """
+    data = dict(snapshot.data)
+    extras: dict[str, Any] = {
+        "scope": snapshot.scope,
+        "schema_version": snapshot.schema_version,
+        "app_data": snapshot.app_data,
+        "created_at": snapshot.created_at,
+    }
+    if agent_id is not None:
+        extras["agent_id"] = agent_id
+    if name is not None:
+        extras["name"] = name
+    if snapshot.scope != "agent":
+        extras["data"] = data
+        return Snapshot.model_construct(kind=KIND_MULTIAGENT, messages=[], state={}, extras=extras)
+    extras[_FIELDS_KEY] = [f for f in SNAPSHOT_FIELDS if f in data]
+    messages = data.pop("messages", [])
+    state = data.pop("state", {})
+    extras.update(data)
+    return Snapshot.model_construct(kind=KIND_AGENT, messages=messages, state=state, extras=extras)
+
+
+def to_strands_snapshot(snapshot: Snapshot, *, created_at: str | None = None) -> StrandsSnapshot:
+    """Convert a stored ``strands.agent`` snapshot (``repo.show(rev)``) into a ``strands.Snapshot``.
+
+    Pass the result to ``agent.load_snapshot`` or any Strands tool that reads snapshots.
+    ``created_at`` defaults to the one stored with a committed ``strands.Snapshot``, else now.
+    """
+    extras = snapshot.extras
+    stamp = created_at if created_at is not None else str(extras.get("created_at", ""))
+    app_data = dict(extras.get("app_data") or {})
+    schema = str(extras.get("schema_version", _SCHEMA_VERSION))
+    if snapshot.kind == KIND_MULTIAGENT and "data" in extras:
+        return StrandsSnapshot(
+            scope="multiAgent",
+            schema_version=schema,
+            data=dict(extras["data"]),
+            app_data=app_data,
+            created_at=stamp,
+        )
+    if snapshot.kind != KIND_AGENT:
+        raise UnsupportedObject(
+            f"a {snapshot.kind!r} snapshot is not a Strands agent snapshot; only "
+            f"{KIND_AGENT!r} snapshots convert to strands.Snapshot"
+        )
+    data: dict[str, Any] = {}
+    for name in extras.get(_FIELDS_KEY, SNAPSHOT_FIELDS):
+        if name == "messages":
+            data["messages"] = snapshot.messages
+        elif name == "state":
+            data["state"] = snapshot.state
+        elif name in extras:
+            data[name] = extras[name]
+    return StrandsSnapshot(
+        scope="agent", schema_version=schema, data=data, app_data=app_data, created_at=stamp
+    )
+
+
+class StrandsSnapshotAdapter:
+    """Adapter for ``strands.Snapshot``, so ``repo.commit(agent.take_snapshot(...))`` works."""
+
+    kind = KIND_AGENT
+
+    def capture(self, obj: StrandsSnapshot) -> Snapshot:
+        """Split the Strands snapshot into messages, state and extras (keeps ``app_data``)."""
+        snapshot = from_strands_snapshot(obj)
+        skip = transient_keys(obj)
+        if skip:
+            snapshot.state = {k: v for k, v in snapshot.state.items() if k not in skip}
+        return snapshot
+
+    def restore(self, obj: StrandsSnapshot, snapshot: Snapshot) -> None:
+        """Overwrite the Strands snapshot's fields in place, keeping transient state keys."""
+        keep = {}
+        old_state = obj.data.get("state")
+        if isinstance(old_state, dict):
+            keep = {k: old_state[k] for k in transient_keys(obj) if k in old_state}
+        fresh = to_strands_snapshot(snapshot)
+        if keep and "state" in fresh.data:
+            fresh.data["state"] = {**fresh.data["state"], **keep}
+        obj.scope = fresh.scope
+        obj.schema_version = fresh.schema_version
+        obj.data = fresh.data
+        obj.app_data = fresh.app_data
+        obj.created_at = fresh.created_at
+
+
+# --- orchestrators (Swarm, Graph) -------------------------------------------------------------
+
+
+def _walk(orchestrator: Any, prefix: str = "") -> Iterator[tuple[str, str, Any]]:
+    """Yield ``("orchestrator" | "agent", path, object)`` for an orchestrator and its nodes."""
+    yield "orchestrator", prefix, orchestrator
+    nodes = getattr(orchestrator, "nodes", None)
+    if not isinstance(nodes, Mapping):
+        return
+    for node_id, node in nodes.items():
+        executor = getattr(node, "executor", None)
+        path = f"{prefix}{node_id}"
+        if isinstance(executor, MultiAgentBase):
+            yield from _walk(executor, f"{path}/")
+        elif callable(getattr(executor, "take_snapshot", None)) and hasattr(executor, "messages"):
+            yield "agent", path, executor
+
+
+def _node_messages(orchestrator: Any) -> list[list[Any]]:
+    return [item.messages for what, _path, item in _walk(orchestrator) if what == "agent"]
+
+
+def _orchestrator_kind(orchestrator: Any) -> str:
+    if isinstance(orchestrator, Swarm):
+        return KIND_SWARM
+    if isinstance(orchestrator, Graph):
+        return KIND_GRAPH
+    return KIND_MULTIAGENT
+
+
+class StrandsOrchestratorAdapter:
+    """Adapter for Strands ``Swarm`` and ``Graph``: the orchestrator and all node agents at once.
+
+    The node agents' conversations are stored back to back in one message list (so each node's
+    history is shared between commits exactly like a single agent's); ``extras["nodes"]`` says
+    which slice belongs to which node, and node state keys are stored as ``"<node>/<key>"``.
+    """
+
+    def __init__(self, kind: str, agents: StrandsAgentAdapter) -> None:
+        """Create the adapter for orchestrators of ``kind``."""
+        self.kind = kind
+        self._agents = agents
+        self._tracker = _SyncTracker()
+
+    def capture(self, obj: Any) -> Snapshot:
+        """Capture the orchestrator's execution state and every node agent."""
+        live: list[Any] = []
+        state: dict[str, Any] = {}
+        nodes: dict[str, Any] = {}
+        orchestrators: dict[str, Any] = {}
+        for what, path, item in _walk(obj):
+            if what == "orchestrator":
+                try:
+                    orchestrators[path] = {"id": item.id, "state": item.serialize_state()}
+                except NotImplementedError:
+                    raise UnsupportedObject(
+                        f"{type(item).__name__} does not implement serialize_state(), so statevcs "
+                        "cannot capture it; commit its agents one by one instead"
+                    ) from None
+                continue
+            messages, agent_state, extras = self._agents.capture_parts(item)
+            nodes[path] = {
+                "start": len(live),
+                "count": len(messages),
+                "state_keys": list(agent_state),
+                "extras": extras,
+            }
+            live.extend(messages)
+            for key, value in agent_state.items():
+                state[f"{path}/{key}"] = value
+        extras_out = {_ORCHESTRATORS_KEY: orchestrators, _NODES_KEY: nodes}
+        repo = _calling_repo()
+        self._tracker.capture(obj, repo, live)
+        self._tracker.note_fields(obj, repo, state, extras_out)
+        return Snapshot.model_construct(
+            kind=_orchestrator_kind(obj), messages=live, state=state, extras=extras_out
+        )
+
+    def restore(self, obj: Any, snapshot: Snapshot) -> None:
+        """Restore the orchestrator's execution state, then every node agent, in place."""
+        if snapshot.kind not in (KIND_SWARM, KIND_GRAPH, KIND_MULTIAGENT) or (
+            _ORCHESTRATORS_KEY not in snapshot.extras
+        ):
+            raise UnsupportedObject(
+                f"this commit holds a {snapshot.kind!r} snapshot, which cannot be checked out into "
+                f"a {type(obj).__name__}; check out a commit made from a {type(obj).__name__}"
+            )
+        stored_orchestrators: Mapping[str, Any] = snapshot.extras[_ORCHESTRATORS_KEY]
+        stored_nodes: Mapping[str, Any] = snapshot.extras.get(_NODES_KEY, {})
+        walked = list(_walk(obj))
+        for what, path, item in walked:
+            if what != "orchestrator" or path not in stored_orchestrators:
+                continue
+            stored = stored_orchestrators[path]
+            if stored.get("id") != item.id:
+                raise StateVCSError(
+                    f"this commit was made from orchestrator {stored.get('id')!r}, not "
+                    f"{item.id!r}; check it out into an orchestrator with that id"
+                )
+            item.deserialize_state(stored["state"])
+        held: list[Any] = []
+        for what, path, item in walked:
+            if what != "agent":
+                continue
+            node = stored_nodes.get(path)
+            if node is not None:
+                start, count = int(node["start"]), int(node["count"])
+                prefix = f"{path}/"
+                node_state = {key: snapshot.state[prefix + key] for key in node["state_keys"]}
+                fields = self._agents.fields_to_restore(item, KIND_AGENT, node["extras"])
+                messages = None
+                if "messages" in fields:
+                    messages = snapshot.messages[start : start + count]
+                self._agents.restore_parts(item, fields, messages, node_state, node["extras"])
+            held.extend(item.messages)
+        self._tracker.restored(obj, _calling_repo(), held)
+
+    def unchanged_prefix(self, obj: Any) -> int | None:
+        """Leading messages (all nodes, back to back) unchanged since the last sync."""
+        return self._tracker.unchanged_prefix(obj, _calling_repo())
+
+    def mark_synced(self, obj: Any) -> None:
+        """Remember what the repository just stored (or loaded); start tracking new messages."""
+        self._tracker.mark_synced(
+            obj,
+            _calling_repo(),
+            lambda: [item.messages for what, _path, item in _walk(obj) if what == "agent"],
+        )
+
+
+# --- committing from hooks ----------------------------------------------------------------------
+
+
+def _tool_names(message: Message, previous: Message | None) -> list[str]:
+    ids = [
+        block["toolResult"]["toolUseId"]
+        for block in message.get("content", [])
+        if "toolResult" in block
+    ]
+    if not ids:
+        return []
+    names: dict[str, str] = {}
+    if previous is not None:
+        for block in previous.get("content", []):
+            if "toolUse" in block:
+                names[block["toolUse"]["toolUseId"]] = block["toolUse"]["name"]
+    return [names.get(tool_id, "tool") for tool_id in ids]
+
+
+def _previous_message(agent: Any, message: Message) -> Message | None:
+    messages = agent.messages
+    for index in range(len(messages) - 1, max(-1, len(messages) - 8), -1):
+        if messages[index] is message:
+            return cast(Message, messages[index - 1]) if index > 0 else None
+    return None
+
+
+@dataclass
+class _Checkpoint:
+    message: str
+    metadata: dict[str, Any]
+
+
+@dataclass
+class _AgentSession:
+    turn: int = 0
+    pending: _Checkpoint | None = None
+
+
+class _Committer:
+    """The commit policy shared by :class:`StateVCSSessionManager` and :class:`AutoCommit`.
+
+    User-role messages (prompts and tool results) are committed only after the next model call
+    has streamed, because a guardrail may still redact them during that call; assistant messages
+    are committed when added. Every mode also commits at the end of each invocation.
+    """
+
+    def __init__(self, repo: Repo, on: str, branch: str | None, author: str | None) -> None:
+        if on not in _COMMIT_ON:
+            raise StateVCSError(
+                f"commit_on must be one of {', '.join(map(repr, _COMMIT_ON))}, got {on!r}"
+            )
+        if branch is not None:
+            check_short_name(branch)
+        self.repo = repo
+        self.on = on
+        self.branch = branch
+        self.author = author
+        self._sessions: dict[int, tuple[weakref.ref[Any], _AgentSession]] = {}
+        self._lock = threading.RLock()
+
+    def session(self, agent: Any) -> _AgentSession:
+        key = id(agent)
+        entry = self._sessions.get(key)
+        if entry is not None and entry[0]() is agent:
+            return entry[1]
+
+        def forget(_ref: object, key: int = key) -> None:
+            self._sessions.pop(key, None)
+
+        created = _AgentSession()
+        self._sessions[key] = (weakref.ref(agent, forget), created)
+        return created
+
+    def commit(self, obj: Any, message: str, metadata: dict[str, Any]) -> Commit:
+        with self._lock:
+            return self.repo.commit(
+                obj, message, metadata=metadata, author=self.author, branch=self.branch
+            )
+
+    def register(self, registry: HookRegistry) -> None:
+        registry.add_callback(BeforeInvocationEvent, self._on_before_invocation)
+        registry.add_callback(MessageAddedEvent, self._on_message_added)
+        registry.add_callback(MessageUpdatedEvent, self._on_message_updated)
+        registry.add_callback(AfterModelCallEvent, self._on_after_model_call)
+        registry.add_callback(AfterInvocationEvent, self._on_after_invocation)
+        registry.add_callback(AfterNodeCallEvent, self._on_after_node_call)
+        registry.add_callback(AfterMultiAgentInvocationEvent, self._on_after_multi_agent)
+        try:
+            from strands.bidi.hooks import BidiAgentStopEvent, BidiBeforeConnectionRestartEvent
+        except ImportError:  # pragma: no cover - older Strands
+            return
+        registry.add_callback(
+            [BidiAgentStopEvent, BidiBeforeConnectionRestartEvent], self._on_bidi_stop
+        )
+
+    # agent events
+    def _on_before_invocation(self, event: BeforeInvocationEvent) -> None:
+        self.session(event.agent).turn += 1
+
+    def _on_message_added(self, event: MessageAddedEvent) -> None:
+        agent, message = event.agent, event.message
+        session = self.session(agent)
+        role = message.get("role", "?")
+        tools = _tool_names(message, _previous_message(agent, message)) if role == "user" else []
+        if self.on == "message":
+            label = f"tool {', '.join(tools)}" if tools else str(role)
+            checkpoint = _Checkpoint(
+                f"turn {session.turn}: {label}",
+                {"event": "message", "turn": session.turn, "role": role, **_tools_meta(tools)},
+            )
+        elif self.on == "tool_call" and tools:
+            checkpoint = _Checkpoint(
+                f"tool {', '.join(tools)}",
+                {"event": "tool_call", "turn": session.turn, "tools": tools},
+            )
+        else:
+            return
+        self._flush(agent)
+        if role == "user" and not isinstance(agent, BidiAgent):
+            # A guardrail may still redact this message during the next model call.
+            session.pending = checkpoint
+        else:
+            self.commit(agent, checkpoint.message, checkpoint.metadata)
+
+    def _on_message_updated(self, event: MessageUpdatedEvent) -> None:
+        if self.on != "message":
+            return
+        session = self.session(event.agent)
+        role = event.message.get("role", "?")
+        self.commit(
+            event.agent,
+            f"turn {session.turn}: {role} (updated)",
+            {"event": "message", "turn": session.turn, "role": role, "updated": True},
+        )
+
+    def _on_after_model_call(self, event: AfterModelCallEvent) -> None:
+        # A failed call is usually retried, and the retry may still redact the prompt.
+        if event.stop_response is not None:
+            self._flush(event.agent)
+
+    def _on_after_invocation(self, event: AfterInvocationEvent) -> None:
+        agent = event.agent
+        session = self.session(agent)
+        self._flush(agent)
+        if self.on == "invocation":
+            self.commit(
+                agent, f"turn {session.turn}", {"event": "invocation", "turn": session.turn}
+            )
+        elif not _AGENTS.is_clean(agent, self.repo):
+            # Conversation management and late hooks run after the last message was committed.
+            self.commit(agent, f"turn {session.turn}: end", {"event": "end", "turn": session.turn})
+
+    def _on_bidi_stop(self, event: Any) -> None:
+        agent = event.agent
+        self._flush(agent)
+        if self.on != "invocation" and _AGENTS.is_clean(agent, self.repo):
+            return
+        self.commit(agent, "stop", {"event": "stop"})
+
+    def _flush(self, agent: Any) -> bool:
+        session = self.session(agent)
+        checkpoint = session.pending
+        if checkpoint is None:
+            return False
+        session.pending = None
+        self.commit(agent, checkpoint.message, checkpoint.metadata)
+        return True
+
+    def redact(self, agent: Any) -> None:
+        """Commit now: the latest message was just redacted (pending checkpoints included)."""
+        session = self.session(agent)
+        if self._flush(agent):
+            return
+        self.commit(
+            agent,
+            f"turn {session.turn}: redact",
+            {"event": "redact", "turn": session.turn},
+        )
+
+    # orchestrator events
+    def _on_after_node_call(self, event: AfterNodeCallEvent) -> None:
+        session = self.session(event.source)
+        self.commit(
+            event.source,
+            f"node {event.node_id}",
+            {"event": "node", "node": event.node_id, "invocation": session.turn + 1},
+        )
+
+    def _on_after_multi_agent(self, event: AfterMultiAgentInvocationEvent) -> None:
+        session = self.session(event.source)
+        session.turn += 1
+        self.commit(
+            event.source,
+            f"invocation {session.turn}",
+            {"event": "invocation", "invocation": session.turn},
+        )
+
+
+def _tools_meta(tools: list[str]) -> dict[str, Any]:
+    return {"tools": tools} if tools else {}
+
+
+class AutoCommit(HookProvider):
+    """Hook provider that commits an agent (or Swarm/Graph) as it runs; keep your session manager.
+
+    ``on="tool_call"`` commits after every tool batch (``"tool search"``); ``"message"`` after
+    every message (``"turn 3: assistant"``); ``"invocation"`` once per agent call. Every mode also
+    commits at the end of each invocation if anything changed, and orchestrators commit after every
+    node and every invocation. Commits go to ``branch`` if given, else to the branch the agent
+    is attached to (``repo.commit`` rules). Commits run synchronously in the hook, so the agent
+    waits exactly as long as one commit takes.
+
+        agent = Agent(model=..., hooks=[AutoCommit(repo, on="tool_call")])
+    """
+
+    def __init__(
+        self,
+        repo: Repo,
+        on: CommitOn = "tool_call",
+        *,
+        branch: str | None = None,
+        author: str | None = None,
+    ) -> None:
+        """Commit to ``repo`` on the chosen events."""
+        self._committer = _Committer(repo, on, branch, author)
+
+    @property
+    def repo(self) -> Repo:
+        """The repository commits go to."""
+        return self._committer.repo
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        """Register the commit callbacks."""
+        self._committer.register(registry)
+
+
+class StateVCSSessionManager(SessionManager):
+    """A Strands session manager that keeps the whole history of one agent on a statevcs branch.
+
+    On agent (or Swarm/Graph) initialization it restores the branch head -- restarting a process
+    with the same branch resumes where it stopped -- or, for a new branch, commits the starting
+    state (from ``start`` if given). Then it commits as ``commit_on`` says:
+
+    * ``"invocation"``: once per agent call (``"turn 12"``);
+    * ``"message"``: after every message (``"turn 12: user"``, ``"turn 12: assistant"``);
+    * ``"tool_call"``: after every tool batch (``"tool search"``) and at the end of each call.
+
+    A prompt or tool result is committed only once the following model call has streamed, so a
+    guardrail redaction (``redact_latest_message``) lands before it is stored and pre-redaction
+    content never reaches the repository. Orchestrators commit after every node call
+    (``"node researcher"``) and every invocation, one commit holding the orchestrator and all its
+    node agents. Commits run inline in the hook: the agent waits exactly one commit.
+
+        session = StateVCSSessionManager(repo, branch="session-42", commit_on="invocation")
+        agent = Agent(model=..., session_manager=session)
+    """
+
+    def __init__(
+        self,
+        repo: Repo,
+        *,
+        branch: str = "main",
+        commit_on: CommitOn = "invocation",
+        start: str | None = None,
+        author: str | None = None,
+        session_id: str | None = None,
+    ) -> None:
+        """Persist one agent or orchestrator on ``branch`` of ``repo``.
+
+        ``start`` is the revision a new branch starts from (default: the agent's initial state);
+        ``session_id`` defaults to the branch name (Strands uses it, e.g., for prompt caching).
+        """
+        self._committer = _Committer(repo, commit_on, branch, author)
+        self.branch = branch
+        self.commit_on = commit_on
+        self.start = start
+        self.session_id = session_id or branch
+        self._bound: weakref.ref[Any] | None = None
+
+    @property
+    def repo(self) -> Repo:
+        """The repository this session lives in."""
+        return self._committer.repo
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        """Restore on initialization and commit on the chosen lifecycle events."""
+        registry.add_callback(AgentInitializedEvent, self._on_agent_initialized)
+        registry.add_callback(MultiAgentInitializedEvent, self._on_multi_agent_initialized)
+        self._committer.register(registry)
+
+    def _on_agent_initialized(self, event: AgentInitializedEvent) -> None:
+        self.initialize(event.agent)
+
+    def _on_multi_agent_initialized(self, event: MultiAgentInitializedEvent) -> None:
+        self.initialize_multi_agent(event.source)
+
+    def _bind(self, obj: Any) -> None:
+        bound = self._bound() if self._bound is not None else None
+        if bound is not None and bound is not obj:
+            raise StateVCSError(
+                f"this StateVCSSessionManager already persists {type(bound).__name__} "
+                f"{getattr(bound, 'name', '')!r} on branch {self.branch!r}; give each agent its "
+                "own StateVCSSessionManager (and branch)"
+            )
+        self._bound = weakref.ref(obj)
+
+    def _resume(self, obj: Any, counter: str) -> bool:
+        repo = self.repo
+        if self.branch not in repo.branches():
+            if self.start is None:
+                return False
+            repo.branch(self.branch, start=self.start)
+        head = repo.checkout(obj, self.branch)
+        value = head.metadata.get(counter, 0)
+        value = value if isinstance(value, int) else 0
+        if head.metadata.get("event") == "node":
+            value -= 1  # stopped inside an orchestrator invocation: resuming continues it
+        self._committer.session(obj).turn = max(0, value)
+        return True
+
+    def initialize(self, agent: Any, **kwargs: Any) -> None:
+        """Restore ``agent`` from the branch head, or commit its initial state on a new branch."""
+        self._bind(agent)
+        had_messages = bool(agent.messages)
+        if self._resume(agent, "turn"):
+            if had_messages:
+                logger.warning(
+                    "agent_id=<%s>, branch=<%s> | the agent's initial messages were replaced by "
+                    "the session's history",
+                    agent.agent_id,
+                    self.branch,
+                )
+            model = getattr(agent, "model", None)
+            if getattr(model, "stateful", False) and agent.messages:
+                # Stateful models keep history server-side; Strands drops restored messages too.
+                agent.messages = []
+            return
+        self._committer.commit(agent, "start session", {"event": "start", "turn": 0})
+
+    def initialize_multi_agent(self, source: MultiAgentBase, **kwargs: Any) -> None:
+        """Restore a Swarm/Graph (and its node agents) from the branch head, or start the branch."""
+        self._bind(source)
+        if not self._resume(source, "invocation"):
+            self._committer.commit(source, "start session", {"event": "start", "invocation": 0})
+
+    def append_message(self, message: Message, agent: Any, **kwargs: Any) -> None:
+        """No-op: commits happen on the lifecycle hooks (see ``commit_on``)."""
+
+    def sync_agent(self, agent: Any, **kwargs: Any) -> None:
+        """Commit the agent now (Strands calls this after a context reduction)."""
+        session = self._committer.session(agent)
+        self._committer.commit(
+            agent, f"turn {session.turn}: sync", {"event": "sync", "turn": session.turn}
+        )
+
+    def sync_multi_agent(self, source: MultiAgentBase, **kwargs: Any) -> None:
+        """Commit the orchestrator and its node agents now."""
+        self._committer.commit(source, "sync", {"event": "sync"})
+
+    def redact_latest_message(self, redact_message: Message, agent: Any, **kwargs: Any) -> None:
+        """Commit right away: the agent has just redacted its latest message."""
+        self._committer.redact(agent)
+
+
+# --- registration -----------------------------------------------------------------------------
+
+_AGENTS = StrandsAgentAdapter()
+_SWARMS = StrandsOrchestratorAdapter(KIND_SWARM, _AGENTS)
+_GRAPHS = StrandsOrchestratorAdapter(KIND_GRAPH, _AGENTS)
+_ORCHESTRATORS = StrandsOrchestratorAdapter(KIND_MULTIAGENT, _AGENTS)
+
+register_adapter(Agent, _AGENTS)
+register_adapter(BidiAgent, _AGENTS)
+register_adapter(StrandsSnapshot, StrandsSnapshotAdapter())
+register_adapter(Swarm, _SWARMS)
+register_adapter(Graph, _GRAPHS)
+register_adapter(MultiAgentBase, _ORCHESTRATORS)
+
+
+def agent_adapter() -> StrandsAgentAdapter:
+    """The registered adapter for Strands agents (for ``is_clean`` and advanced use)."""
+    return _AGENTS
+
+
+__all__ = [
+    "BIDI_SNAPSHOT_FIELDS",
+    "KIND_AGENT",
+    "KIND_GRAPH",
+    "KIND_MULTIAGENT",
+    "KIND_SWARM",
+    "SNAPSHOT_FIELDS",
+    "AutoCommit",
+    "CommitOn",
+    "StateVCSSessionManager",
+    "StrandsAgentAdapter",
+    "StrandsOrchestratorAdapter",
+    "StrandsSnapshotAdapter",
+    "TrackedDict",
+    "TrackedList",
+    "agent_adapter",
+    "from_strands_snapshot",
+    "to_strands_snapshot",
+]

@@ -1,0 +1,72 @@
+"""Shared fixtures for the Strands integration tests: real agents, scripted models, no network."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from strands import Agent, ToolContext, tool
+
+import statevcs
+from statevcs.integrations.strands_testing import ScriptedModel, ScriptItem
+
+ALL_FIELDS: list[Any] = [
+    "messages",
+    "state",
+    "conversation_manager_state",
+    "interrupt_state",
+    "system_prompt",
+    "model_state",
+]
+
+
+@tool
+def search(query: str) -> str:
+    """Search travel guides for ``query``."""
+    return f"Guides about {query}: trams, tiles and pastries."
+
+
+@tool(context=True)
+def remember(key: str, value: str, tool_context: ToolContext) -> str:
+    """Store a fact in the agent's state."""
+    tool_context.agent.state.set(key, value)
+    return f"remembered {key}"
+
+
+@tool(context=True)
+def approve(amount: int, tool_context: ToolContext) -> str:
+    """Ask a human to approve a spend (interrupts the agent)."""
+    answer = tool_context.interrupt("approval", reason={"amount": amount})
+    return f"approved: {answer}"
+
+
+def snapshot_data(agent: Any) -> dict[str, Any]:
+    """Everything ``take_snapshot`` captures (``created_at`` lives outside ``data``)."""
+    return dict(agent.take_snapshot(include=ALL_FIELDS).data)
+
+
+AgentFactory = Callable[..., Agent]
+
+
+@pytest.fixture
+def make_agent() -> AgentFactory:
+    """Build a real Strands agent on a ScriptedModel."""
+
+    def factory(script: list[ScriptItem] | None = None, **kwargs: Any) -> Agent:
+        model = kwargs.pop("model", None) or ScriptedModel(script or [], response_ids=True)
+        kwargs.setdefault("tools", [search, remember, approve])
+        kwargs.setdefault("callback_handler", None)
+        kwargs.setdefault("system_prompt", "You plan trips.")
+        return Agent(model=model, **kwargs)
+
+    return factory
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Iterator[statevcs.Repo]:
+    """A fresh SQLite repository."""
+    repository = statevcs.Repo.init(tmp_path / "history")
+    yield repository
+    repository.close()
