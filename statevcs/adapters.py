@@ -11,6 +11,9 @@ from __future__ import annotations
 import importlib
 import threading
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import UnsupportedObject
@@ -27,6 +30,7 @@ class Adapter(Protocol):
     Adapters may also offer ``unchanged_prefix(obj) -> int | None`` (how many leading messages
     are known unchanged since the last ``mark_synced(obj)``) and ``mark_synced(obj)``, which the
     repository calls after each commit or checkout; then a commit re-encodes only new messages.
+    During every call :func:`current_repo` names the repository doing the work.
     """
 
     kind: str
@@ -38,6 +42,28 @@ class Adapter(Protocol):
     def restore(self, obj: Any, snapshot: Snapshot) -> None:
         """Make the object equal to ``snapshot``, in place, keeping its transient keys."""
         ...
+
+
+_current_repo: ContextVar[Any] = ContextVar("statevcs_current_repo", default=None)
+
+
+def current_repo() -> Any:
+    """Return the ``Repo`` committing or checking out through the adapter right now, or ``None``.
+
+    Adapters that keep per-repository state (such as which messages a repository already holds,
+    for ``unchanged_prefix``) key it by this object.
+    """
+    return _current_repo.get()
+
+
+@contextmanager
+def acting_for(repo: Any) -> Iterator[None]:
+    """Make :func:`current_repo` return ``repo`` inside the ``with`` block (the repo's job)."""
+    token = _current_repo.set(repo)
+    try:
+        yield
+    finally:
+        _current_repo.reset(token)
 
 
 _registry: dict[type | str, Adapter] = {}
@@ -199,7 +225,9 @@ __all__ = [
     "Adapter",
     "DictAdapter",
     "SnapshotAdapter",
+    "acting_for",
     "adapter_for",
+    "current_repo",
     "register_adapter",
     "transient",
     "transient_clear",

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .adapters import adapter_for, transient_keys
+from .adapters import acting_for, adapter_for, transient_keys
 from .diff import SnapshotDiff, diff_snapshots
 from .errors import (
     CorruptObject,
@@ -355,7 +355,7 @@ class Repo:
         where it was.
         """
         adapter = adapter_for(obj)
-        with self._lock:
+        with self._lock, acting_for(self):
             snapshot = adapter.capture(obj)
             head = self.store.get_symbolic(HEAD)
             ref, synced = self._target(obj, branch, head)
@@ -457,7 +457,7 @@ class Repo:
     def checkout(self, obj: Any, rev: str) -> Commit:
         """Restore the revision into the live object; a branch name attaches it to that branch."""
         adapter = adapter_for(obj)
-        with self._lock:
+        with self._lock, acting_for(self):
             branch = self._branch_named(rev)
             commit_id = self._resolve(rev)
             commit_object = self._load_commit(commit_id)

@@ -475,3 +475,31 @@ def test_gc_reports_progress(repo: Repo) -> None:
     assert report.deleted > 0
     assert calls[0][0] == "marking" and calls[-1] == ("sweeping", report.deleted, report.deleted)
     assert repo.fsck().ok
+
+
+def test_adapters_are_told_which_repository_calls_them() -> None:
+    seen: list[object] = []
+
+    class Probe:
+        """A live object with nothing in it."""
+
+    class ProbeAdapter:
+        kind = "test.probe"
+
+        def capture(self, obj: Probe) -> statevcs.Snapshot:
+            seen.append(statevcs.adapters.current_repo())
+            return statevcs.Snapshot.model_construct(
+                kind=self.kind, messages=[], state={}, extras={}
+            )
+
+        def restore(self, obj: Probe, snapshot: statevcs.Snapshot) -> None:
+            seen.append(statevcs.adapters.current_repo())
+
+    statevcs.register_adapter(Probe, ProbeAdapter())
+    first, second = Repo.init("memory://"), Repo.init("memory://")
+    probe = Probe()
+    first.commit(probe)
+    second.commit(probe)
+    second.checkout(probe, "main")
+    assert seen == [first, second, second]
+    assert statevcs.adapters.current_repo() is None

@@ -33,12 +33,10 @@ from __future__ import annotations
 
 import copy
 import logging
-import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from strands import Agent
@@ -63,7 +61,7 @@ from strands.multiagent.swarm import Swarm
 from strands.session import SessionManager
 from strands.types.content import Message
 
-from ..adapters import register_adapter, transient_keys
+from ..adapters import current_repo, register_adapter, transient_keys
 from ..errors import StateVCSError, UnsupportedObject
 from ..refs import check_short_name
 from ..snapshot import Snapshot
@@ -496,26 +494,6 @@ class _SyncTracker:
         )
 
 
-def _calling_repo() -> Any | None:
-    """The :class:`~statevcs.Repo` whose method called the adapter, if it can be found.
-
-    The adapter protocol does not pass the repository, but each repository keeps its own last
-    sync of an object, so incremental hints must be per repository. Without one the adapter
-    vouches for nothing (every message is re-encoded), which is always correct.
-    """
-    from ..repo import Repo
-
-    frame: FrameType | None = sys._getframe(2)
-    for _ in range(6):
-        if frame is None:
-            return None
-        candidate = frame.f_locals.get("self")
-        if isinstance(candidate, Repo):
-            return candidate
-        frame = frame.f_back
-    return None
-
-
 # --- the agent adapter ----------------------------------------------------------------------
 
 
@@ -601,7 +579,7 @@ class StrandsAgentAdapter:
     def capture(self, obj: Any) -> Snapshot:
         """Capture a live agent (its message objects themselves; nothing is deep-copied)."""
         live, state, extras = self.capture_parts(obj)
-        repo = _calling_repo()
+        repo = current_repo()
         self._tracker.capture(obj, repo, live)
         self._tracker.note_fields(obj, repo, state, extras)
         return Snapshot.model_construct(kind=KIND_AGENT, messages=live, state=state, extras=extras)
@@ -613,7 +591,7 @@ class StrandsAgentAdapter:
         self.restore_parts(obj, fields, messages, snapshot.state, snapshot.extras)
         # The repository now holds snapshot.messages as this agent's last sync.
         held = list(obj.messages) if messages is not None else []
-        self._tracker.restored(obj, _calling_repo(), held)
+        self._tracker.restored(obj, current_repo(), held)
 
     def fields_to_restore(self, agent: Any, kind: str, extras: Mapping[str, Any]) -> list[str]:
         """The snapshot fields a checkout of a ``kind`` snapshot sets on ``agent``."""
@@ -648,11 +626,11 @@ class StrandsAgentAdapter:
 
     def unchanged_prefix(self, obj: Any) -> int | None:
         """Leading messages unchanged since the last commit or checkout (``None``: all new)."""
-        return self._tracker.unchanged_prefix(obj, _calling_repo())
+        return self._tracker.unchanged_prefix(obj, current_repo())
 
     def mark_synced(self, obj: Any) -> None:
         """Remember what the repository just stored (or loaded); start tracking new messages."""
-        self._tracker.mark_synced(obj, _calling_repo(), lambda: [obj.messages])
+        self._tracker.mark_synced(obj, current_repo(), lambda: [obj.messages])
 
     def is_clean(self, obj: Any, repo: Repo) -> bool:
         """Whether the agent equals its last commit to (or checkout from) ``repo``; cheap."""
@@ -828,7 +806,7 @@ class StrandsOrchestratorAdapter:
             for key, value in agent_state.items():
                 state[f"{path}/{key}"] = value
         extras_out = {_ORCHESTRATORS_KEY: orchestrators, _NODES_KEY: nodes}
-        repo = _calling_repo()
+        repo = current_repo()
         self._tracker.capture(obj, repo, live)
         self._tracker.note_fields(obj, repo, state, extras_out)
         return Snapshot.model_construct(
@@ -872,17 +850,17 @@ class StrandsOrchestratorAdapter:
                     messages = snapshot.messages[start : start + count]
                 self._agents.restore_parts(item, fields, messages, node_state, node["extras"])
             held.extend(item.messages)
-        self._tracker.restored(obj, _calling_repo(), held)
+        self._tracker.restored(obj, current_repo(), held)
 
     def unchanged_prefix(self, obj: Any) -> int | None:
         """Leading messages (all nodes, back to back) unchanged since the last sync."""
-        return self._tracker.unchanged_prefix(obj, _calling_repo())
+        return self._tracker.unchanged_prefix(obj, current_repo())
 
     def mark_synced(self, obj: Any) -> None:
         """Remember what the repository just stored (or loaded); start tracking new messages."""
         self._tracker.mark_synced(
             obj,
-            _calling_repo(),
+            current_repo(),
             lambda: [item.messages for what, _path, item in _walk(obj) if what == "agent"],
         )
 
