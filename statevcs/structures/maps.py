@@ -15,7 +15,7 @@ from ..objects import MapNode, MapRef, MapValue, encode_with_id
 from .reader import ObjectReader
 
 INLINE_LIMIT = 64
-INLINE_MAP_LIMIT = 512
+INLINE_MAP_LIMIT = 128
 
 
 def build_map(entries: Mapping[str, MapValue], out: dict[ObjectId, bytes]) -> MapRef:
