@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .errors import GitMirrorError, StateVCSError
 from .hashing import ObjectId, from_hex, to_hex
@@ -82,37 +82,34 @@ def _ref(name: str | bytes) -> Ref:
     return cast("Ref", name.encode() if isinstance(name, str) else name)
 
 
+_T = TypeVar("_T")
+
+
+def _git_object(git: GitRepo, sha: bytes, kind: type[_T], what: str) -> _T:
+    obj = git.object_store[_oid(sha)]
+    if not isinstance(obj, kind):
+        raise GitMirrorError(
+            f"{sha.decode()} in the mirror is a {obj.type_name.decode()}, not a {what}"
+        )
+    return obj
+
+
 def _git_commit(git: GitRepo, sha: bytes) -> GitCommit:
     from dulwich.objects import Commit
 
-    obj = git.object_store[_oid(sha)]
-    if not isinstance(obj, Commit):
-        raise GitMirrorError(
-            f"{sha.decode()} in the mirror is a {obj.type_name.decode()}, not a commit"
-        )
-    return obj
+    return _git_object(git, sha, Commit, "commit")
 
 
 def _git_tree(git: GitRepo, sha: bytes) -> Tree:
     from dulwich.objects import Tree
 
-    obj = git.object_store[_oid(sha)]
-    if not isinstance(obj, Tree):
-        raise GitMirrorError(
-            f"{sha.decode()} in the mirror is a {obj.type_name.decode()}, not a tree"
-        )
-    return obj
+    return _git_object(git, sha, Tree, "tree")
 
 
 def _git_blob(git: GitRepo, sha: bytes) -> bytes:
     from dulwich.objects import Blob
 
-    obj = git.object_store[_oid(sha)]
-    if not isinstance(obj, Blob):
-        raise GitMirrorError(
-            f"{sha.decode()} in the mirror is a {obj.type_name.decode()}, not a file"
-        )
-    return bytes(obj.data)
+    return bytes(_git_object(git, sha, Blob, "file").data)
 
 
 # --- JSON mapping ---------------------------------------------------------------
