@@ -1,36 +1,20 @@
-"""Repository porcelain: commit, checkout, branches, log, diff, gc, fsck, stats, failure safety."""
+"""Repository porcelain: commit, checkout, branches, log, refs, failure safety."""
 
 from __future__ import annotations
 
 import datetime as dt
 import random
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import message, object_count
 
 import statevcs
 from statevcs import Repo
-from statevcs.objects import CommitObject, ListNode, SnapshotObject, decode, kind_of
+from statevcs.objects import CommitObject, ListNode, SnapshotObject, decode
 from statevcs.stores.sqlite import DB_FILENAME
-
-
-def message(i: int, size: int = 40) -> dict[str, Any]:
-    role = "user" if i % 2 == 0 else "assistant"
-    return {"role": role, "content": [{"text": f"message {i} " + "x" * size}]}
-
-
-def object_count(repo: Repo) -> int:
-    return sum(1 for _ in repo.store.iter_objects())
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def repo(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Repo]:
-    target = "memory://" if request.param == "memory" else tmp_path / "repo"
-    with Repo.init(target) as repository:
-        yield repository
 
 
 def test_commit_log_checkout_branch_show(repo: Repo) -> None:
@@ -96,48 +80,6 @@ def test_weakrefable_objects_remember_their_branch(repo: Repo) -> None:
     assert repo.show("b").state == {"who": "b"}
 
 
-def test_dict_without_messages_key_round_trips(repo: Repo) -> None:
-    state: dict[str, Any] = {"a": 1}
-    repo.commit(state)
-    state["a"] = 2
-    repo.commit(state)
-    repo.checkout(state, "HEAD~1")
-    assert state == {"a": 1}
-
-
-def test_diff_reports_messages_and_state(repo: Repo) -> None:
-    state: dict[str, Any] = {"messages": [message(i) for i in range(10)], "a": 1, "b": 2}
-    repo.commit(state)
-    state["messages"][3] = message(99)
-    state["messages"].append(message(10))
-    state["a"] = 5
-    del state["b"]
-    state["c"] = [1]
-    repo.commit(state)
-    diff = repo.diff("main~1", "main")
-    assert diff.messages.common_prefix == 3
-    assert [(c.index, c.kind) for c in diff.messages.changes] == [(3, "changed"), (10, "added")]
-    assert diff.messages.changes[0].new == message(99)
-    assert [(c.key, c.kind, c.old, c.new) for c in diff.state] == [
-        ("a", "changed", 1, 5),
-        ("b", "removed", 2, None),
-        ("c", "added", None, [1]),
-    ]
-    text = str(diff)
-    assert "~ a: 1 -> 5" in text and "+ [10]" in text
-    assert repo.diff("main", "main").is_empty
-
-
-def test_diff_cost_follows_the_difference(repo: Repo) -> None:
-    state: dict[str, Any] = {"messages": [message(i, 10) for i in range(10_000)]}
-    repo.commit(state)
-    state["messages"][5_000] = message(-1)
-    repo.commit(state)
-    diff = repo.diff("main~1", "main")
-    assert [c.index for c in diff.messages.changes] == [5_000]
-    assert diff.nodes_visited < 20  # 10,000 messages span ~320 leaves
-
-
 def _written_by_append(repo: Repo, state: dict[str, Any], start: int) -> int:
     before = object_count(repo)
     state["messages"].extend([message(start), message(start + 1)])
@@ -174,30 +116,6 @@ def test_objects_written_per_append_grow_like_log_n(n: int, expected: list[int])
     assert written == expected
 
 
-def test_forks_share_storage() -> None:
-    repo = Repo.init("memory://")
-    state: dict[str, Any] = {"messages": [], "turn": 0}
-    for i in range(500):
-        state["messages"].extend([message(2 * i, 200), message(2 * i + 1, 600)])
-        state["turn"] = i
-        repo.commit(state, message=f"turn {i}")
-    single = repo.stats().bytes_stored
-    fork_bytes = 0
-    for f in range(10):
-        repo.branch(f"fork-{f}", start="main")
-        fork = statevcs.Snapshot()
-        repo.checkout(fork, f"fork-{f}")
-        for t in range(10):
-            new = [message(10_000 + 100 * f + 2 * t, 200), message(10_001 + 100 * f + 2 * t, 600)]
-            fork.messages.extend(new)
-            fork_bytes += sum(len(statevcs.objects.encode_doc(m)) for m in new)
-            repo.commit(fork, message=f"fork {f} turn {t}")
-    stats = repo.stats()
-    assert stats.commits == 600
-    assert stats.bytes_stored < 1.2 * (single + fork_bytes)
-    assert stats.dedup_ratio > 50
-
-
 def test_serialization_error_writes_nothing(repo: Repo) -> None:
     state: dict[str, Any] = {"messages": [message(0)], "ok": 1}
     good = repo.commit(state)
@@ -215,53 +133,6 @@ def test_serialization_error_writes_nothing(repo: Repo) -> None:
     assert object_count(repo) == before
 
 
-def test_crash_between_objects_and_ref_leaves_repository_consistent(tmp_path: Path) -> None:
-    repo = Repo.init(tmp_path / "repo")
-    state: dict[str, Any] = {"messages": [message(0)], "n": 0}
-    good = repo.commit(state)
-
-    original = repo.store.update_refs
-
-    def crash(updates: Any, objects: Any = None) -> None:
-        repo.store.put_many(objects or {})  # the objects land ...
-        raise OSError("simulated crash before the ref moved")  # ... the ref does not
-
-    repo.store.update_refs = crash  # type: ignore[method-assign]
-    state["messages"].append(message(1))
-    state["n"] = 1
-    with pytest.raises(OSError):
-        repo.commit(state)
-    repo.store.update_refs = original  # type: ignore[method-assign]
-    repo.close()
-
-    reopened = Repo.open(tmp_path / "repo")
-    assert reopened.resolve("main") == good.id
-    report = reopened.fsck()
-    assert report.ok, report.problems
-    assert report.dangling > 0
-    gc = reopened.gc(grace=dt.timedelta(0))
-    assert gc.deleted == report.dangling
-    assert reopened.fsck().dangling == 0
-
-
-def test_fsck_reports_corruption_without_raising(tmp_path: Path) -> None:
-    repo = Repo.init(tmp_path / "repo")
-    state: dict[str, Any] = {"messages": [message(i) for i in range(3)], "n": 1}
-    repo.commit(state)
-    stored = repo.store.get_many(i for i, _ in repo.store.iter_objects())
-    docs = sorted(i for i, data in stored.items() if kind_of(decode(i, data)) == "doc")
-    repo.close()
-    db = sqlite3.connect(tmp_path / "repo" / DB_FILENAME)
-    db.execute("UPDATE objects SET data = X'00' WHERE id = ?", (docs[0],))
-    db.execute("DELETE FROM objects WHERE id = ?", (docs[1],))
-    db.commit()
-    db.close()
-    report = Repo.open(tmp_path / "repo").fsck()
-    assert not report.ok
-    assert any("corrupt" in p for p in report.problems)
-    assert any("missing" in p for p in report.problems)
-
-
 def test_corrupt_object_is_detected_on_read(tmp_path: Path) -> None:
     repo = Repo.init(tmp_path / "repo")
     commit = repo.commit({"messages": [message(0)], "n": 1})
@@ -274,28 +145,6 @@ def test_corrupt_object_is_detected_on_read(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(statevcs.CorruptObject, match=commit.snapshot_id):
         Repo.open(tmp_path / "repo").show("main")
-
-
-def test_gc_keeps_reachable_and_reflogged_history(repo: Repo) -> None:
-    state: dict[str, Any] = {"messages": [], "n": 0}
-    for i in range(5):
-        state["messages"].append(message(i))
-        state["n"] = i
-        repo.commit(state)
-    repo.reset("main", "main~2")
-    report = repo.gc(grace=dt.timedelta(0))
-    assert report.deleted == 0  # the reflog still reaches the reset-away commits
-    assert len(list(repo.log("main@{1}"))) == 5
-    repo.branch("tmp")
-    repo.checkout(state, "tmp")
-    state["n"] = 100
-    repo.commit(state)
-    repo.checkout(state, "main")
-    repo.delete_branch("tmp")
-    assert repo.gc(grace=dt.timedelta(days=1)).deleted == 0  # too recent
-    later = repo.gc(grace=dt.timedelta(0), dry_run=True)
-    assert later.dry_run
-    assert repo.fsck().ok
 
 
 def test_reflog_and_reset(repo: Repo) -> None:
@@ -350,24 +199,6 @@ def test_init_and_open_errors(tmp_path: Path) -> None:
         assert list(reopened.log()) == []
 
 
-def test_transient_keys_are_not_committed_and_survive_checkout(repo: Repo) -> None:
-    connection = object()
-    state: dict[str, Any] = {"messages": [], "n": 1, "db": connection}
-    statevcs.transient(state, "db")
-    repo.commit(state)
-    state["n"] = 2
-    repo.commit(state)
-    assert "db" not in repo.show("main").state
-    repo.checkout(state, "main~1")
-    assert state["db"] is connection and state["n"] == 1
-    statevcs.transient_clear(state)
-
-
-def test_unsupported_object_has_a_clear_error(repo: Repo) -> None:
-    with pytest.raises(statevcs.UnsupportedObject, match="register_adapter"):
-        repo.commit(object())
-
-
 def test_rich_state_with_msgpack_serializer(tmp_path: Path) -> None:
     import uuid
     from decimal import Decimal
@@ -399,18 +230,6 @@ def test_large_values_are_chunked_and_deduplicated(repo: Repo) -> None:
     assert added < 100_000  # a few chunks, not another megabyte
     assert repo.show("main").messages[0]["content"][0]["bytes"] == edited
     assert repo.show("main~1").messages[0]["content"][0]["bytes"] == document
-
-
-def test_stats_counts_dedup(repo: Repo) -> None:
-    state: dict[str, Any] = {"messages": []}
-    for i in range(50):
-        state["messages"].append(message(i, 500))
-        repo.commit(state)
-    stats = repo.stats()
-    assert stats.commits == 50
-    assert stats.naive_bytes > 20 * stats.bytes_stored / 2
-    assert stats.dedup_ratio > 5
-    assert stats.branches == {"main": repo.resolve("main")}
 
 
 def test_write_commit_and_set_ref_building_blocks(repo: Repo) -> None:
@@ -458,48 +277,3 @@ def test_open_refuses_an_unknown_repository_format(tmp_path: Path) -> None:
     repo.close()
     with pytest.raises(statevcs.RepositoryError, match="format '99'"):
         Repo.open(tmp_path / "r")
-
-
-def test_gc_reports_progress(repo: Repo) -> None:
-    state: dict[str, Any] = {"messages": [message(i) for i in range(30)], "n": 0}
-    repo.commit(state)
-    repo.branch("tmp")
-    repo.checkout(state, "tmp")
-    state["messages"].append(message(99))
-    repo.commit(state)
-    repo.checkout(state, "main")
-    repo.delete_branch("tmp")
-    repo.store.delete_reflog("HEAD")
-    calls: list[tuple[str, int, int]] = []
-    report = repo.gc(grace=dt.timedelta(0), progress=lambda *args: calls.append(args))
-    assert report.deleted > 0
-    assert calls[0][0] == "marking" and calls[-1] == ("sweeping", report.deleted, report.deleted)
-    assert repo.fsck().ok
-
-
-def test_adapters_are_told_which_repository_calls_them() -> None:
-    seen: list[object] = []
-
-    class Probe:
-        """A live object with nothing in it."""
-
-    class ProbeAdapter:
-        kind = "test.probe"
-
-        def capture(self, obj: Probe) -> statevcs.Snapshot:
-            seen.append(statevcs.adapters.current_repo())
-            return statevcs.Snapshot.model_construct(
-                kind=self.kind, messages=[], state={}, extras={}
-            )
-
-        def restore(self, obj: Probe, snapshot: statevcs.Snapshot) -> None:
-            seen.append(statevcs.adapters.current_repo())
-
-    statevcs.register_adapter(Probe, ProbeAdapter())
-    first, second = Repo.init("memory://"), Repo.init("memory://")
-    probe = Probe()
-    first.commit(probe)
-    second.commit(probe)
-    second.checkout(probe, "main")
-    assert seen == [first, second, second]
-    assert statevcs.adapters.current_repo() is None
