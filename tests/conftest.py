@@ -6,8 +6,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from statevcs import Repo
+
+# Timing deadlines make property tests flaky on a loaded machine; correctness is what they check.
+settings.register_profile("statevcs", deadline=None)
+settings.load_profile("statevcs")
 
 
 @pytest.fixture(params=["memory", "sqlite"])
