@@ -10,13 +10,16 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from statevcs import Repo
 from statevcs.errors import InvalidRefName
 from statevcs.refs import (
     BRANCH_PREFIX,
+    MAX_REF_NAME_LENGTH,
     TAG_PREFIX,
     branch_ref,
     check_ref_name,
     check_short_name,
+    full_branch_ref,
     short_name,
     tag_ref,
 )
@@ -31,8 +34,14 @@ def is_valid(name: str) -> bool:
 
 
 def git_rules(name: str) -> bool:
-    """An independent transcription of git's ``check_refname_format`` (refs.c, flags = 0)."""
-    if not name or name == "@":
+    """An independent transcription of git's ``check_refname_format`` (refs.c, flags = 0).
+
+    Plus statevcs's two deliberate additions: no lone surrogates (not Unicode text, so not
+    storable) and at most ``MAX_REF_NAME_LENGTH`` characters.
+    """
+    if not name or name == "@" or len(name) > MAX_REF_NAME_LENGTH:
+        return False
+    if any(0xD800 <= ord(char) <= 0xDFFF for char in name):
         return False
     components = name.split("/")
     for component in components:
@@ -74,6 +83,16 @@ VALID = [
     "semi;colon",
     "a'b\"c",
     "percent%",
+    "refs/heads/refs/heads/x",
+    "\u202eevil",  # right-to-left override: git accepts any byte >= 0x20 but DEL
+    "zero\u200bwidth",
+    "c1\u0085control",
+    "nbsp\u00a0",
+    "line\u2028sep",
+    "non\uffffchar",
+    "emoji\U0001f600",
+    "e\u0301",
+    "x" * MAX_REF_NAME_LENGTH,
 ]
 
 INVALID = [
@@ -106,16 +125,25 @@ INVALID = [
     ("a.lock/b", ".lock"),
     ("a/b.lock", ".lock"),
     (".lock", "starts with '.'"),
+    ("lone\ud800", "lone surrogate"),
+    ("\udc80", "lone surrogate"),
+    ("a/\udfff/b", "lone surrogate"),
+    ("esc\x1b[31m", "control"),
+    ("x" * (MAX_REF_NAME_LENGTH + 1), "the limit is"),
 ]
 
 
-@pytest.mark.parametrize("name", VALID)
+def _ids(names: list[str]) -> list[str]:
+    return [ascii(name)[:40] for name in names]
+
+
+@pytest.mark.parametrize("name", VALID, ids=_ids(VALID))
 def test_valid_names_are_returned_unchanged(name: str) -> None:
     assert check_ref_name(name) == name
     assert git_rules(name)
 
 
-@pytest.mark.parametrize(("name", "reason"), INVALID)
+@pytest.mark.parametrize(("name", "reason"), INVALID, ids=_ids([name for name, _ in INVALID]))
 def test_invalid_names_raise_with_a_reason(name: str, reason: str) -> None:
     with pytest.raises(InvalidRefName) as info:
         check_ref_name(name)
@@ -125,9 +153,37 @@ def test_invalid_names_raise_with_a_reason(name: str, reason: str) -> None:
     assert not git_rules(name)
 
 
-def test_a_non_string_is_rejected() -> None:
-    with pytest.raises(InvalidRefName):
-        check_ref_name(None)  # type: ignore[arg-type]
+@pytest.mark.parametrize(("value", "type_name"), [(None, "NoneType"), (5, "int"), (b"x", "bytes")])
+def test_a_non_string_name_is_a_type_error_naming_the_argument(
+    value: object, type_name: str
+) -> None:
+    for check in (check_ref_name, check_short_name, branch_ref, tag_ref):
+        with pytest.raises(TypeError, match=f"^name must be a str, got {type_name}$"):
+            check(value)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=f"name_or_full must be a str, got {type_name}"):
+        full_branch_ref(value)  # type: ignore[arg-type]
+
+
+def test_a_lone_surrogate_says_what_to_do() -> None:
+    with pytest.raises(InvalidRefName, match="decode the name from UTF-8") as info:
+        check_ref_name("feat/\udc80x")
+    assert "'\\udc80'" in info.value.reason
+
+
+@pytest.mark.parametrize("name", ["a\ud800", "refs/heads/\udc80", "\udfff/x"])
+def test_ref_names_that_cannot_be_stored_raise_before_reaching_the_store(
+    repo: Repo, name: str
+) -> None:
+    repo.commit({"x": 1}, "one")
+    before = repo.refs()
+    for call in (
+        lambda: repo.branch(name),
+        lambda: repo.tag(name),
+        lambda: repo.set_ref("refs/heads/" + name, repo.resolve("main")),
+    ):
+        with pytest.raises(InvalidRefName, match="lone surrogate"):
+            call()
+    assert repo.refs() == before
 
 
 # An alphabet dense in the characters git's rules care about.
@@ -156,18 +212,42 @@ def test_branch_and_tag_refs_round_trip_through_short_name(name: str) -> None:
     assert tag_ref(name) == TAG_PREFIX + name
     assert short_name(branch_ref(name)) == name
     assert short_name(tag_ref(name)) == name
-    assert branch_ref(branch_ref(name)) == branch_ref(name)  # a full name is accepted too
+    assert full_branch_ref(name) == full_branch_ref(branch_ref(name)) == branch_ref(name)
 
 
 @pytest.mark.parametrize(
     ("name", "fragment"),
-    [("-x", "start with '-'"), ("HEAD", "'HEAD'"), ("refs/heads/x", "short"), ("a..b", "'..'")],
+    [("-x", "start with '-'"), ("HEAD", "'HEAD'"), ("a..b", "'..'")],
 )
 def test_short_names_reject_what_git_branch_rejects(name: str, fragment: str) -> None:
+    for check in (check_short_name, branch_ref, tag_ref, full_branch_ref):
+        with pytest.raises(InvalidRefName, match=fragment):
+            check(name)
     with pytest.raises(InvalidRefName, match=fragment):
-        check_short_name(name)
-    with pytest.raises(InvalidRefName):
-        tag_ref(name if name != "refs/heads/x" else "refs/tags/refs/heads/x")
+        full_branch_ref("refs/heads/" + name)
+
+
+def test_branch_ref_takes_a_short_name_even_when_it_starts_with_refs() -> None:
+    # git branch refs/heads/x creates refs/heads/refs/heads/x; git tag refs/tags/y likewise.
+    assert branch_ref("refs/heads/x") == "refs/heads/refs/heads/x"
+    assert tag_ref("refs/tags/y") == "refs/tags/refs/tags/y"
+    assert check_short_name("refs/heads/x") == "refs/heads/x"
+    assert full_branch_ref("refs/heads/x") == "refs/heads/x"
+    assert full_branch_ref("x") == "refs/heads/x"
+    assert full_branch_ref("refs/tags/x") == "refs/heads/refs/tags/x"
+
+
+def test_repo_branch_creates_what_git_branch_creates(repo: Repo) -> None:
+    first = repo.commit({"x": 1}, "one")
+    repo.branch("refs/heads/x")
+    repo.tag("refs/tags/y")
+    assert repo.refs() == {
+        "refs/heads/main": first.id,
+        "refs/heads/refs/heads/x": first.id,
+        "refs/tags/refs/tags/y": first.id,
+    }
+    assert repo.resolve("refs/heads/refs/heads/x") == first.id
+    assert repo.resolve("heads/refs/heads/x") == first.id
 
 
 def test_short_name_leaves_other_refs_alone() -> None:
@@ -176,11 +256,34 @@ def test_short_name_leaves_other_refs_alone() -> None:
     assert short_name("refs/heads/exp/a") == "exp/a"
 
 
+HOSTILE_CHARS = [
+    "\u202e",  # right-to-left override
+    "\u200b",  # zero-width space
+    "\u0085",  # C1 control (NEL): two bytes in UTF-8, both >= 0x80, so git accepts it
+    "\u009b",  # C1 CSI
+    "\u00a0",
+    "\u2028",
+    "\ufeff",
+    "\uffff",
+    "\U0001f600",
+    "\u0301",
+    "\x1b",
+    "\x01",
+    "\t",
+    "\x7f",
+]
+
+
 def _sample_names(count: int) -> list[str]:
     rng = random.Random(20240607)
-    safe = [*list("abcxyz/.-_@{}é"), "lock", "名"]
+    safe = [*list("abcxyz/.-_@{}é"), "lock", "名", *HOSTILE_CHARS]
     risky = [*list("~^:?*[\\ \t\x7f"), ".lock", "@{", "..", "//", "/.", "."]
-    names = {name for name, _ in INVALID if "\x00" not in name and name} | set(VALID)
+    # NUL and lone surrogates cannot reach git's argv (test_hostile_names_... covers them).
+    names = {
+        name
+        for name, _ in INVALID
+        if name and "\x00" not in name and not any(0xD800 <= ord(c) <= 0xDFFF for c in name)
+    } | set(VALID)
     while len(names) < count:
         parts = [rng.choice(safe) for _ in range(rng.randint(1, 8))]
         if rng.random() < 0.4:
@@ -194,9 +297,52 @@ def test_verdicts_match_the_git_cli() -> None:
     disagreements = []
     for name in _sample_names(200):
         full = "refs/heads/" + name
+        if len(full) > MAX_REF_NAME_LENGTH:
+            assert not is_valid(full)  # statevcs's length limit; git has none
+            continue
         result = subprocess.run(
             ["git", "check-ref-format", full], capture_output=True, check=False, timeout=10
         )
         if (result.returncode == 0) != is_valid(full):
             disagreements.append((name, result.returncode))
     assert disagreements == []
+
+
+def _git_accepts(name: str, *options: str) -> bool:
+    result = subprocess.run(
+        ["git", "check-ref-format", *options, name], capture_output=True, check=False, timeout=10
+    )
+    assert result.returncode in (0, 1), result.stderr
+    return result.returncode == 0
+
+
+hostile_names = st.lists(
+    ref_chars | st.sampled_from([*HOSTILE_CHARS, "\ud800", "\udfff", "\x00"]), max_size=10
+).map("".join)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="the git CLI is not installed")
+@settings(max_examples=300, deadline=None)
+@given(name=hostile_names)
+@example(name="\u202eevil/\u0085x")
+@example(name="a\udc80")
+@example(name="nul\x00")
+def test_hostile_names_get_git_check_ref_formats_verdict(name: str) -> None:
+    full = "refs/heads/" + name
+    if "\x00" in name or any(0xD800 <= ord(c) <= 0xDFFF for c in name):
+        # git cannot even receive these (argv ends at NUL; a lone surrogate is not text):
+        # statevcs refuses them.
+        assert not is_valid(full) and not is_valid(name)
+        return
+    assert is_valid(full) == _git_accepts(full)
+    if not name.startswith("-"):  # git would read it as an option
+        assert is_valid(name) == _git_accepts(name, "--allow-onelevel")
+
+
+def test_the_length_limit_applies_to_the_full_ref_name() -> None:
+    longest = "x" * (MAX_REF_NAME_LENGTH - len(BRANCH_PREFIX))
+    assert branch_ref(longest) == BRANCH_PREFIX + longest
+    with pytest.raises(InvalidRefName, match=f"the limit is {MAX_REF_NAME_LENGTH}"):
+        branch_ref(longest + "x")
+    with pytest.raises(InvalidRefName, match=f"the limit is {MAX_REF_NAME_LENGTH}"):
+        tag_ref("x" * (MAX_REF_NAME_LENGTH - len(TAG_PREFIX) + 1))
