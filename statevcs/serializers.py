@@ -18,6 +18,7 @@ location of the bad value (``state['config']['when']``) and says what to do abou
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import hmac
 import inspect
@@ -39,6 +40,7 @@ from pydantic import BaseModel
 from statevcs.errors import SerializationError, UntrustedPayload
 
 __all__ = [
+    "MAX_NESTING",
     "JSONSerializer",
     "MsgpackSerializer",
     "PickleSerializer",
@@ -362,6 +364,17 @@ _EXT_DATACLASS = 11
 _EXT_MODEL = 12
 _EXT_BIGINT = 13
 
+MAX_NESTING = 64
+"""How deep MsgpackSerializer nests tuples, sets, frozensets and registered objects.
+
+Each of them is a msgpack extension whose payload is decoded by a nested call, so their
+nesting is what decoding recursion follows. Values nested deeper are refused when written, and
+payloads nested deeper are refused when read, before they can exhaust the C stack. Lists and
+dicts between them do not count: msgpack bounds those itself (511 levels inside each).
+"""
+
+_FAST_LEVELS = 2  # levels decoded by unpackb: 40 KiB of C stack each, then 1 KiB each
+
 _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
 _MP_PLAIN = frozenset({str, float, bool, _NoneType, bytes})
@@ -385,6 +398,46 @@ _KIND_EXT = {_KIND_ENUM: _EXT_ENUM, _KIND_DATACLASS: _EXT_DATACLASS, _KIND_MODEL
 def _packb(obj: Any) -> bytes:
     data: bytes = msgpack.packb(obj, use_bin_type=True)
     return data
+
+
+def _unpack_top(data: bytes, ext_hook: Callable[[int, bytes], Any]) -> Any:
+    """Decode one msgpack value; no length field may claim more than ``data`` holds.
+
+    unpackb sets every ``max_*_len`` from ``len(data)`` itself (documented since msgpack 1.0),
+    so a crafted header can't make it allocate more than the payload's size; passing them
+    again would cost a fifth of each call.
+    """
+    return msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True, ext_hook=ext_hook)
+
+
+def _unpack_nested(data: bytes, ext_hook: Callable[[int, bytes], Any]) -> Any:
+    """Like :func:`_unpack_top`, with the decoder's context on the heap, not the C stack."""
+    size = len(data)
+    unpacker = msgpack.Unpacker(
+        None,
+        read_size=max(size, 1),
+        raw=False,
+        strict_map_key=False,
+        use_list=True,
+        ext_hook=ext_hook,
+        max_buffer_size=max(size, 1),  # also bounds every length field, as above
+    )
+    unpacker.feed(data)
+    value = unpacker.unpack()
+    if unpacker.tell() != size:
+        raise _Corrupt("malformed extension payload (extra bytes after it)")
+    return value
+
+
+def _deeper(depth: int) -> int:
+    """Return the depth inside one more extension container; _Bad past MAX_NESTING."""
+    if depth >= MAX_NESTING:
+        raise _Bad(
+            f"is nested deeper than {MAX_NESTING} levels of tuples, sets, frozensets and "
+            "registered objects, which MsgpackSerializer could not read back safely",
+            "flatten it, or use lists (which do not count toward the limit) for the inner levels",
+        )
+    return depth + 1
 
 
 def _array_header(count: int) -> bytes:
@@ -480,6 +533,8 @@ class MsgpackSerializer:
         """Create a serializer that also stores instances of the given Enum/dataclass/models."""
         self._by_class: dict[type, _Registered] = {}
         self._by_name: dict[str, _Registered] = {}
+        # One extension hook per nesting depth, made once rather than per decoded value.
+        self._hooks = tuple(functools.partial(self._ext_hook, d) for d in range(MAX_NESTING + 1))
         for cls in types:
             self.register(cls)
 
@@ -535,14 +590,14 @@ class MsgpackSerializer:
     def serialize(self, value: Any, path: str = "value") -> bytes:
         """Return ``value`` as msgpack bytes; raise SerializationError naming the bad path."""
         try:
-            return _packb(self._encode(value, False))
+            return _packb(self._encode(value, False, 0))
         except _Bad as bad:
             raise bad.error(path) from None
         except RecursionError:
             raise _deep(path) from None
         except UnicodeEncodeError:
             try:
-                self._encode(value, True)
+                self._encode(value, True, 0)
             except _Bad as bad:
                 raise bad.error(path) from None
             raise SerializationError(
@@ -559,8 +614,11 @@ class MsgpackSerializer:
         """Raise SerializationError naming the exact path if ``value`` can't be stored."""
         self.serialize(value, path)
 
-    def _encode(self, value: Any, text: bool) -> Any:
-        """Return a msgpack-native tree for ``value``; ``text`` checks every string."""
+    def _encode(self, value: Any, text: bool, depth: int) -> Any:
+        """Return a msgpack-native tree for ``value``; ``text`` checks every string.
+
+        ``depth`` counts the extension containers (tuple, set, registered object) around it.
+        """
         cls = type(value)
         if cls in _MP_PLAIN:
             if text and cls is str:
@@ -578,7 +636,7 @@ class MsgpackSerializer:
             for key, item in value.items():
                 if text or type(key) is not str:
                     try:
-                        encoded_key = self._encode(key, text)
+                        encoded_key = self._encode(key, text, depth)
                     except _Bad as bad:
                         bad.segments.append(f"[<key {_short_repr(key)}>]")
                         raise
@@ -589,22 +647,22 @@ class MsgpackSerializer:
                     out[encoded_key] = item
                     continue
                 try:
-                    out[encoded_key] = self._encode(item, text)
+                    out[encoded_key] = self._encode(item, text, depth)
                 except _Bad as bad:
                     bad.segments.append(_seg(key))
                     raise
             return out
         if cls is list:
-            return self._encode_items(value, text)
+            return self._encode_items(value, text, depth)
         encoder = _ENCODERS.get(cls)
         if encoder is not None:
-            return encoder(self, value, text)
+            return encoder(self, value, text, depth)
         entry = self._by_class.get(cls)
         if entry is not None:
-            return self._encode_registered(entry, value, text)
+            return self._encode_registered(entry, value, text, _deeper(depth))
         raise self._unsupported(value)
 
-    def _encode_items(self, items: Iterable[Any], text: bool) -> list[Any]:
+    def _encode_items(self, items: Iterable[Any], text: bool, depth: int) -> list[Any]:
         plain = _MP_PLAIN_NO_TEXT if text else _MP_PLAIN
         out: list[Any] = []
         for index, item in enumerate(items):
@@ -613,20 +671,22 @@ class MsgpackSerializer:
                 out.append(item)
                 continue
             try:
-                out.append(self._encode(item, text))
+                out.append(self._encode(item, text, depth))
             except _Bad as bad:
                 bad.segments.append(f"[{index}]")
                 raise
         return out
 
-    def _encode_tuple(self, value: tuple[Any, ...], text: bool) -> Any:
-        return msgpack.ExtType(_EXT_TUPLE, _packb(self._encode_items(value, text)))
+    def _encode_tuple(self, value: tuple[Any, ...], text: bool, depth: int) -> Any:
+        items = self._encode_items(value, text, _deeper(depth))
+        return msgpack.ExtType(_EXT_TUPLE, _packb(items))
 
-    def _encode_set(self, value: set[Any] | frozenset[Any], text: bool) -> Any:
+    def _encode_set(self, value: set[Any] | frozenset[Any], text: bool, depth: int) -> Any:
+        depth = _deeper(depth)
         parts: list[bytes] = []
         for item in value:
             try:
-                parts.append(_packb(self._encode(item, text)))
+                parts.append(_packb(self._encode(item, text, depth)))
             except _Bad as bad:
                 bad.segments.append(f"[<element {_short_repr(item)}>]")
                 raise
@@ -634,11 +694,11 @@ class MsgpackSerializer:
         code = _EXT_SET if type(value) is set else _EXT_FROZENSET
         return msgpack.ExtType(code, _array_header(len(parts)) + b"".join(parts))
 
-    def _encode_registered(self, entry: _Registered, value: Any, text: bool) -> Any:
+    def _encode_registered(self, entry: _Registered, value: Any, text: bool, depth: int) -> Any:
         fields: dict[str, Any] = {}
         if entry.kind == _KIND_ENUM:
             try:
-                encoded: Any = self._encode(value.value, text)
+                encoded: Any = self._encode(value.value, text, depth)
             except _Bad as bad:
                 bad.segments.append(".value")
                 raise
@@ -656,7 +716,7 @@ class MsgpackSerializer:
             encoded = {}
             for field_name, item in fields.items():
                 try:
-                    encoded[field_name] = self._encode(item, text)
+                    encoded[field_name] = self._encode(item, text, depth)
                 except _Bad as bad:
                     bad.segments.append(f".{field_name}")
                     raise
@@ -691,15 +751,19 @@ class MsgpackSerializer:
     def deserialize(self, data: bytes, path: str = "value") -> Any:
         """Return the value stored in msgpack ``data``; raise SerializationError if invalid.
 
-        Classes are found only in this serializer's registry; nothing is imported.
+        Classes are found only in this serializer's registry; nothing is imported. Sizes are
+        bounded by the payload's length and nesting by :data:`MAX_NESTING`, so hostile bytes
+        raise SerializationError instead of exhausting memory or the stack.
         """
         try:
-            return self._unpack(data)
+            return _unpack_top(data, self._hooks[0])
         except _Corrupt as exc:
             raise SerializationError(f"{path} could not be read: {exc}", path) from None
-        except RecursionError:
+        except (RecursionError, msgpack.StackError):
             raise SerializationError(
-                f"{path} could not be read: the payload is nested too deeply", path
+                f"{path} could not be read: the payload is nested too deeply; "
+                "run `statevcs fsck` to check the repository",
+                path,
             ) from None
         except Exception as exc:
             raise SerializationError(
@@ -708,28 +772,34 @@ class MsgpackSerializer:
                 path,
             ) from None
 
-    def _unpack(self, data: bytes) -> Any:
-        return msgpack.unpackb(
-            data, raw=False, strict_map_key=False, use_list=True, ext_hook=self._ext_hook
-        )
-
-    def _ext_hook(self, code: int, data: bytes) -> Any:
+    def _ext_hook(self, depth: int, code: int, data: bytes) -> Any:
         decoder = _DECODERS.get(code)
         if decoder is None:
             raise _Corrupt(
                 f"it contains an unknown msgpack extension type {code}; it was written by "
                 "another program or a newer statevcs"
             )
-        return decoder(self, data)
+        return decoder(self, data, depth)
 
-    def _decode_list(self, data: bytes) -> list[Any]:
-        items = self._unpack(data)
+    def _decode_list(self, data: bytes, depth: int) -> list[Any]:
+        """Decode a container extension's payload, which lies one level deeper than it."""
+        depth += 1
+        if depth > MAX_NESTING:
+            raise _Corrupt(
+                f"it is nested deeper than {MAX_NESTING} levels of tuples, sets, frozensets "
+                "and registered objects, more than MsgpackSerializer writes; it was written by "
+                "another program or crafted"
+            )
+        hook = self._hooks[depth]
+        # The first levels may use the fast unpackb (its context lives on the C stack, about
+        # 40 KiB); deeper levels use an Unpacker, whose context lives on the heap.
+        items = _unpack_top(data, hook) if depth <= _FAST_LEVELS else _unpack_nested(data, hook)
         if type(items) is not list:
             raise _Corrupt("malformed extension payload")
         return items
 
-    def _decode_registered(self, data: bytes, kind: str) -> Any:
-        items = self._decode_list(data)
+    def _decode_registered(self, data: bytes, depth: int, kind: str) -> Any:
+        items = self._decode_list(data, depth)
         if len(items) != 2 or type(items[0]) is not str:
             raise _Corrupt(f"malformed {kind} payload")
         name, payload = items
@@ -769,35 +839,35 @@ class MsgpackSerializer:
         return f"MsgpackSerializer(registered=[{names}])"
 
 
-def _encode_datetime(ser: MsgpackSerializer, value: datetime, text: bool) -> Any:
+def _encode_datetime(ser: MsgpackSerializer, value: datetime, text: bool, depth: int) -> Any:
     fields = [value.year, value.month, value.day, value.hour, value.minute, value.second]
     fields += [value.microsecond, value.fold, _tz_spec(value.tzinfo)]
     return msgpack.ExtType(_EXT_DATETIME, _packb(fields))
 
 
-def _encode_date(ser: MsgpackSerializer, value: date, text: bool) -> Any:
+def _encode_date(ser: MsgpackSerializer, value: date, text: bool, depth: int) -> Any:
     return msgpack.ExtType(_EXT_DATE, _packb([value.year, value.month, value.day]))
 
 
-def _encode_time(ser: MsgpackSerializer, value: time, text: bool) -> Any:
+def _encode_time(ser: MsgpackSerializer, value: time, text: bool, depth: int) -> Any:
     fields = [value.hour, value.minute, value.second, value.microsecond, value.fold]
     fields.append(_tz_spec(value.tzinfo))
     return msgpack.ExtType(_EXT_TIME, _packb(fields))
 
 
-def _encode_timedelta(ser: MsgpackSerializer, value: timedelta, text: bool) -> Any:
+def _encode_timedelta(ser: MsgpackSerializer, value: timedelta, text: bool, depth: int) -> Any:
     return msgpack.ExtType(_EXT_TIMEDELTA, _packb([value.days, value.seconds, value.microseconds]))
 
 
-def _encode_uuid(ser: MsgpackSerializer, value: uuid.UUID, text: bool) -> Any:
+def _encode_uuid(ser: MsgpackSerializer, value: uuid.UUID, text: bool, depth: int) -> Any:
     return msgpack.ExtType(_EXT_UUID, value.bytes)
 
 
-def _encode_decimal(ser: MsgpackSerializer, value: Decimal, text: bool) -> Any:
+def _encode_decimal(ser: MsgpackSerializer, value: Decimal, text: bool, depth: int) -> Any:
     return msgpack.ExtType(_EXT_DECIMAL, str(value).encode("ascii"))
 
 
-_ENCODERS: dict[type, Callable[[MsgpackSerializer, Any, bool], Any]] = {
+_ENCODERS: dict[type, Callable[[MsgpackSerializer, Any, bool, int], Any]] = {
     tuple: MsgpackSerializer._encode_tuple,
     set: MsgpackSerializer._encode_set,
     frozenset: MsgpackSerializer._encode_set,
@@ -810,51 +880,63 @@ _ENCODERS: dict[type, Callable[[MsgpackSerializer, Any, bool], Any]] = {
 }
 
 
-def _decode_datetime(ser: MsgpackSerializer, data: bytes) -> Any:
-    y, mo, d, h, mi, s, us, fold, tz = ser._decode_list(data)
+def _fields(data: bytes, count: int) -> list[Any]:
+    """Decode a leaf extension's payload: a flat array of ``count`` plain values."""
+    items = _unpack_top(data, _refuse_ext)
+    if type(items) is not list or len(items) != count:
+        raise _Corrupt("malformed extension payload")
+    return items
+
+
+def _refuse_ext(code: int, data: bytes) -> Any:
+    raise _Corrupt(f"malformed extension payload (an extension of type {code} inside)")
+
+
+def _decode_datetime(ser: MsgpackSerializer, data: bytes, depth: int) -> Any:
+    y, mo, d, h, mi, s, us, fold, tz = _fields(data, 9)
     return datetime(y, mo, d, h, mi, s, us, tzinfo=_tz_from_spec(tz), fold=fold)
 
 
-def _decode_date(ser: MsgpackSerializer, data: bytes) -> Any:
-    y, mo, d = ser._decode_list(data)
+def _decode_date(ser: MsgpackSerializer, data: bytes, depth: int) -> Any:
+    y, mo, d = _fields(data, 3)
     return date(y, mo, d)
 
 
-def _decode_time(ser: MsgpackSerializer, data: bytes) -> Any:
-    h, mi, s, us, fold, tz = ser._decode_list(data)
+def _decode_time(ser: MsgpackSerializer, data: bytes, depth: int) -> Any:
+    h, mi, s, us, fold, tz = _fields(data, 6)
     return time(h, mi, s, us, tzinfo=_tz_from_spec(tz), fold=fold)
 
 
-def _decode_timedelta(ser: MsgpackSerializer, data: bytes) -> Any:
-    days, seconds, microseconds = ser._decode_list(data)
+def _decode_timedelta(ser: MsgpackSerializer, data: bytes, depth: int) -> Any:
+    days, seconds, microseconds = _fields(data, 3)
     return timedelta(days=days, seconds=seconds, microseconds=microseconds)
 
 
-def _decode_uuid(ser: MsgpackSerializer, data: bytes) -> Any:
+def _decode_uuid(ser: MsgpackSerializer, data: bytes, depth: int) -> Any:
     return uuid.UUID(bytes=bytes(data))
 
 
-def _decode_decimal(ser: MsgpackSerializer, data: bytes) -> Any:
+def _decode_decimal(ser: MsgpackSerializer, data: bytes, depth: int) -> Any:
     return Decimal(bytes(data).decode("ascii"))
 
 
-def _decode_bigint(ser: MsgpackSerializer, data: bytes) -> Any:
+def _decode_bigint(ser: MsgpackSerializer, data: bytes, depth: int) -> Any:
     return int.from_bytes(data, "big", signed=True)
 
 
-_DECODERS: dict[int, Callable[[MsgpackSerializer, bytes], Any]] = {
+_DECODERS: dict[int, Callable[[MsgpackSerializer, bytes, int], Any]] = {
     _EXT_DATETIME: _decode_datetime,
     _EXT_DATE: _decode_date,
     _EXT_TIME: _decode_time,
     _EXT_TIMEDELTA: _decode_timedelta,
     _EXT_UUID: _decode_uuid,
     _EXT_DECIMAL: _decode_decimal,
-    _EXT_SET: lambda ser, data: set(ser._decode_list(data)),
-    _EXT_FROZENSET: lambda ser, data: frozenset(ser._decode_list(data)),
-    _EXT_TUPLE: lambda ser, data: tuple(ser._decode_list(data)),
-    _EXT_ENUM: lambda ser, data: ser._decode_registered(data, _KIND_ENUM),
-    _EXT_DATACLASS: lambda ser, data: ser._decode_registered(data, _KIND_DATACLASS),
-    _EXT_MODEL: lambda ser, data: ser._decode_registered(data, _KIND_MODEL),
+    _EXT_SET: lambda ser, data, depth: set(ser._decode_list(data, depth)),
+    _EXT_FROZENSET: lambda ser, data, depth: frozenset(ser._decode_list(data, depth)),
+    _EXT_TUPLE: lambda ser, data, depth: tuple(ser._decode_list(data, depth)),
+    _EXT_ENUM: lambda ser, data, depth: ser._decode_registered(data, depth, _KIND_ENUM),
+    _EXT_DATACLASS: lambda ser, data, depth: ser._decode_registered(data, depth, _KIND_DATACLASS),
+    _EXT_MODEL: lambda ser, data, depth: ser._decode_registered(data, depth, _KIND_MODEL),
     _EXT_BIGINT: _decode_bigint,
 }
 

@@ -838,3 +838,178 @@ def test_serializer_for_tells_user_how_to_open_the_repository() -> None:
         serializer_for("cbor", rich_serializer())
     with pytest.raises(SerializationError, match="PickleSerializer"):
         serializer_for("pickle", rich_serializer())
+
+
+# --- bounded decoding: deep, hostile and huge payloads ------------------------------
+
+
+def nested_tuples(depth: int) -> Any:
+    value: Any = ()
+    for _ in range(depth):
+        value = (value,)
+    return value
+
+
+def raw_nested_ext(depth: int, code: int = 9) -> bytes:
+    """A payload of ``depth`` extension values nested inside one another, built by hand."""
+    inner = msgpack.packb([])
+    for _ in range(depth - 1):
+        inner = msgpack.packb([msgpack.ExtType(code, inner)])
+    return bytes(msgpack.packb(msgpack.ExtType(code, inner)))
+
+
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=REPO_ROOT, capture_output=True, text=True
+    )
+
+
+def test_msgpack_200_deep_tuple_is_refused_instead_of_crashing_the_reader() -> None:
+    # The issue's reproducer: it used to serialize fine (938 bytes) and then kill Python with
+    # SIGSEGV when read back. Run in a child process so a crash fails the test, not pytest.
+    code = (
+        "import msgpack\n"
+        "from statevcs.errors import SerializationError\n"
+        "from statevcs.serializers import MsgpackSerializer\n"
+        "s = MsgpackSerializer()\n"
+        "v = ()\n"
+        "for _ in range(200):\n"
+        "    v = (v,)\n"
+        "try:\n"
+        "    s.serialize({'deep': v}, path='state')\n"
+        "except SerializationError as exc:\n"
+        "    print('serialize:', exc)\n"
+        "inner = msgpack.packb([])\n"
+        "for _ in range(200):  # the same bytes the serializer used to write for it\n"
+        "    inner = msgpack.packb([msgpack.ExtType(9, inner)])\n"
+        "data = msgpack.packb(msgpack.ExtType(9, inner))\n"
+        "print('bytes:', len(data))\n"
+        "try:\n"
+        "    s.deserialize(data, path=\"state['deep']\")\n"
+        "except SerializationError as exc:\n"
+        "    print('deserialize:', exc)\n"
+    )
+    result = run_python(code)
+    assert result.returncode == 0, f"child died (rc {result.returncode}): {result.stderr}"
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("serialize: state['deep'][0][0]")
+    assert "nested deeper than 64 levels" in lines[0]
+    assert lines[1] == "bytes: 938"
+    assert lines[2].startswith("deserialize: state['deep'] could not be read")
+    assert "nested deeper than 64 levels" in lines[2]
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda v: (v,),
+        lambda v: frozenset({v}),
+        lambda v: [{"k": (v, 1)}],
+        lambda v: Point(x=1, when=datetime(2024, 1, 1), tags=v),
+    ],
+    ids=["tuple", "frozenset", "list-dict-tuple", "dataclass"],
+)
+def test_msgpack_reads_back_everything_it_accepts_up_to_the_nesting_limit(wrap: Any) -> None:
+    ser = rich_serializer()
+    value: Any = "leaf"
+    for _ in range(64):
+        value = wrap(value)
+    assert ser.deserialize(ser.serialize(value)) == value
+    with pytest.raises(SerializationError, match="nested deeper than 64 levels") as info:
+        ser.serialize({"k": wrap(value)}, path="state")
+    assert info.value.path is not None and info.value.path.startswith("state['k']")
+
+
+def test_msgpack_limit_holds_for_every_container_extension() -> None:
+    ser = rich_serializer()
+    for code in (7, 8, 9, 10, 11, 12):
+        with pytest.raises(SerializationError, match="nested deeper than 64 levels"):
+            ser.deserialize(raw_nested_ext(65, code))
+        with pytest.raises(SerializationError):
+            ser.deserialize(raw_nested_ext(5000, code))
+
+
+def test_msgpack_deepest_readable_value_decodes_on_a_small_thread_stack() -> None:
+    # 64 nested extension values must not need a large C stack: threads may have 256 KiB.
+    code = (
+        "import threading\n"
+        "from statevcs.serializers import MsgpackSerializer\n"
+        "s = MsgpackSerializer()\n"
+        "v = 'leaf'\n"
+        "for _ in range(64):\n"
+        "    v = (v,)\n"
+        "data = s.serialize(v)\n"
+        "threading.stack_size(256 * 1024)\n"
+        "out = []\n"
+        "t = threading.Thread(target=lambda: out.append(s.deserialize(data) == v))\n"
+        "t.start()\n"
+        "t.join()\n"
+        "print(out)\n"
+    )
+    result = run_python(code)
+    assert result.returncode == 0, f"child died (rc {result.returncode}): {result.stderr}"
+    assert result.stdout.strip() == "[True]"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\xdd\xff\xff\xff\xff",  # an array claiming 4 billion entries
+        b"\xdf\xff\xff\xff\xff",  # a map claiming 4 billion pairs
+        b"\xc6\xff\xff\xff\xff",  # bytes claiming 4 GiB
+        b"\xdb\xff\xff\xff\xff",  # a string claiming 4 GiB
+        b"\xc9\xff\xff\xff\xff\x09",  # an extension claiming 4 GiB
+        b"\xc7\x05\x09\xdd\xff\xff\xff\xff",  # a tuple whose payload claims 4 billion entries
+        b"\xc7\x05\x07\xdd\xff\xff\xff\xff",  # the same for a set
+        b"\x91" * 5000,  # 5,000 nested arrays
+    ],
+)
+def test_msgpack_payloads_claiming_huge_sizes_are_refused(data: bytes) -> None:
+    with pytest.raises(SerializationError, match="could not be read"):
+        rich_serializer().deserialize(data)
+
+
+def test_json_decoding_of_deep_input_is_a_serialization_error() -> None:
+    for depth in (10_000, 200_000):
+        with pytest.raises(SerializationError, match="nested too deeply"):
+            JSONSerializer().deserialize(b"[" * depth + b"]" * depth)
+
+
+def _ext_payloads(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    packed = inner.map(lambda v: msgpack.packb(v, use_bin_type=True))
+    return st.builds(msgpack.ExtType, st.integers(0, 16), packed | st.binary(max_size=24))
+
+
+_hostile_trees = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats()
+    | st.text(max_size=8)
+    | st.binary(max_size=16),
+    lambda inner: (
+        st.lists(inner, max_size=5)
+        | st.dictionaries(st.text(max_size=4) | st.integers(-5, 5), inner, max_size=4)
+        | _ext_payloads(inner)
+    ),
+    max_leaves=20,
+)
+hostile_msgpack = (
+    _hostile_trees.map(lambda v: bytes(msgpack.packb(v, use_bin_type=True)))
+    | st.binary(max_size=64)
+    | st.builds(
+        lambda depth, code: raw_nested_ext(depth, code), st.integers(1, 300), st.integers(0, 13)
+    )
+)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(hostile_msgpack)
+def test_hostile_payloads_raise_only_serialization_errors(data: bytes) -> None:
+    for ser in (JSONSerializer(), MsgpackSerializer(), rich_serializer(), PickleSerializer(b"k")):
+        try:
+            ser.deserialize(data, path="state['x']")
+        except SerializationError as exc:
+            assert exc.path == "state['x']"
+            assert "state['x']" in str(exc)
