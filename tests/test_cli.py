@@ -1,4 +1,9 @@
-"""The ``statevcs`` command line (statevcs/cli.py), run as a real subprocess."""
+"""The ``statevcs`` command line (statevcs/cli.py), through click's CliRunner.
+
+A few end-to-end runs start a real ``python -m statevcs`` (or the installed console script);
+everything else runs in-process, which is much faster. ``invoke`` is shared with the other
+``test_cli_*`` modules.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +14,56 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 import pytest
+from click.testing import CliRunner, Result
 
 import statevcs
-from statevcs.cli import graph_rows, message_lines, parse_duration, to_plain
+from statevcs.cli import cli, message_lines, parse_duration, to_plain
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "examples" / "branching_demo.py"
+# Variables that change what the command line does; every run starts without them.
+_CLEAN_ENV: dict[str, str | None] = {
+    "STATEVCS_REPO": None,
+    "STATEVCS_SERIALIZER": None,
+    "STATEVCS_PICKLE_KEY": None,
+    "NO_COLOR": None,
+    "FORCE_COLOR": None,
+    "TTY_COMPATIBLE": None,
+    "TTY_INTERACTIVE": None,
+}
+
+
+def invoke(
+    *args: str | Path,
+    cwd: Path | None = None,
+    code: int | None = 0,
+    env: Mapping[str, str | None] | None = None,
+) -> Result:
+    """Run ``statevcs ARGS`` in-process (in ``cwd``); check the exit status unless ``code=None``.
+
+    The working directory is restored afterwards (``-C`` changes it, as in a real process).
+    """
+    environment = {**_CLEAN_ENV, **(env or {})}
+    previous = os.getcwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        result = CliRunner().invoke(
+            cli, [str(a) for a in args], env=environment, prog_name="statevcs"
+        )
+    finally:
+        os.chdir(previous)
+    if code is not None:
+        assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"statevcs {args} raised {result.exception!r}") from result.exception
+    return result
 
 
 def run(
@@ -29,10 +73,8 @@ def run(
     env: dict[str, str] | None = None,
     program: list[str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m statevcs ARGS`` in ``cwd``; check the exit status unless ``code=None``."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("STATEVCS_")}
-    environment.pop("NO_COLOR", None)
-    environment.pop("FORCE_COLOR", None)
+    """Run ``python -m statevcs ARGS`` as a real process; check the exit status unless None."""
+    environment = {k: v for k, v in os.environ.items() if k not in _CLEAN_ENV}
     environment.update(env or {})
     command = program or [sys.executable, "-m", "statevcs"]
     result = subprocess.run(
@@ -40,6 +82,7 @@ def run(
         cwd=cwd,
         capture_output=True,
         text=True,
+        encoding="utf-8",
         env=environment,
         timeout=60,
     )
@@ -75,33 +118,15 @@ def scratch(tmp_path: Path) -> Path:
 # --- pure helpers -----------------------------------------------------------------------
 
 
-def test_graph_rows_draw_forks_and_merges() -> None:
-    commits = [
-        ("M", ["b", "r"]),
-        ("r", ["a"]),
-        ("b", ["a"]),
-        ("x", ["a"]),
-        ("a", []),
-    ]
-    rows = [row for row, _ in graph_rows(commits)]
-    assert rows == ["*", "|\\", "| *", "* |", "|/", "| *", "|/", "*"]
-    assert [c for _, c in graph_rows(commits) if c] == ["M", "r", "b", "x", "a"]
-
-
-def test_graph_rows_octopus_and_unrelated_roots() -> None:
-    rows = [row for row, _ in graph_rows([("o", ["a", "b", "c"]), ("a", []), ("b", []), ("c", [])])]
-    assert rows[:3] == ["*", "|\\", "| |\\"]
-    assert sum("*" in row for row in rows) == 4
-
-
 def test_parse_duration() -> None:
     assert parse_duration("2w").days == 14
     assert parse_duration("1w2d").days == 9
     assert parse_duration("90m").total_seconds() == 5400
     assert parse_duration("0").total_seconds() == 0
     assert parse_duration("3.5").total_seconds() == 3.5
-    with pytest.raises(click.BadParameter):
-        parse_duration("two weeks")
+    for bad in ("two weeks", "-5", "nan", "inf"):
+        with pytest.raises(click.BadParameter):
+            parse_duration(bad)
 
 
 def test_message_rendering_covers_strands_and_plain_dicts() -> None:
@@ -124,6 +149,11 @@ def test_message_rendering_covers_strands_and_plain_dicts() -> None:
     assert message_lines(openai)[0].plain.startswith("→ f(")
 
 
+def test_multiline_text_is_indented_line_by_line() -> None:
+    lines = [line.plain for line in message_lines({"role": "user", "content": "one\r\ntwo"})]
+    assert lines == ["one", "two"]
+
+
 def test_to_plain_handles_any_value() -> None:
     assert to_plain({"b": b"\x00", 1: {1, 2}, "f": float("nan")}) == {
         "b": {"__bytes__": "AA=="},
@@ -135,12 +165,12 @@ def test_to_plain_handles_any_value() -> None:
 # --- reading ------------------------------------------------------------------------------
 
 
-def test_log_graph_draws_three_branches(demo: Path) -> None:
-    out = run("log", "--graph", cwd=demo).stdout
+def test_log_graph_draws_three_branches_as_git_does(demo: Path) -> None:
+    out = invoke("log", "--graph", cwd=demo).stdout
     lines = out.splitlines()
-    assert lines[0].startswith("* ") and "(HEAD -> main) Merge review into main" in lines[0]
+    assert lines[0].startswith("*   ") and "(HEAD -> main) Merge review into main" in lines[0]
     assert lines[1] == "|\\"
-    assert any(line.startswith("| * ") and "(review)" in line for line in lines)
+    assert lines[2].startswith("| * ") and "(review)" in lines[2]
     assert any(line.startswith("| * ") and "(budget)" in line for line in lines)
     assert lines.count("|/") == 2
     assert "(tag: draft-1)" in out
@@ -148,43 +178,44 @@ def test_log_graph_draws_three_branches(demo: Path) -> None:
 
 
 def test_log_formats(demo: Path) -> None:
-    oneline = run("log", "--oneline", "--all", cwd=demo).stdout.splitlines()
+    oneline = invoke("log", "--oneline", "--all", cwd=demo).stdout.splitlines()
     with statevcs.Repo.open(demo) as repo:
         assert len(oneline) == len(list(repo.log_all())) == 9
         head = repo.get_commit("main")
-    assert run("log", "-n", "2", "--oneline", cwd=demo).stdout.count("\n") == 2
-    full = run("log", "-n", "1", cwd=demo).stdout
+    assert invoke("log", "-n", "2", "--oneline", cwd=demo).stdout.count("\n") == 2
+    assert invoke("log", "-2", "--oneline", cwd=demo).stdout.count("\n") == 2
+    full = invoke("log", "-n", "1", cwd=demo).stdout
     assert full.startswith(f"commit {head.id} (HEAD -> main)")
     assert "Merge:" in full and "Author: trip-agent <agent@example.com>" in full
-    first_parent = run("log", "--first-parent", "--oneline", cwd=demo).stdout
+    first_parent = invoke("log", "--first-parent", "--oneline", cwd=demo).stdout
     assert "reviewer approves" not in first_parent
-    data = json.loads(run("log", "--json", "budget", cwd=demo).stdout)
+    data = json.loads(invoke("log", "--json", "budget", cwd=demo).stdout)
     assert data[0]["refs"] == ["budget"] and len(data) == 5
     assert data[0]["parents"] == [data[1]["id"]]
 
 
 def test_show_renders_messages_and_state(demo: Path) -> None:
-    out = run("show", "budget", cwd=demo).stdout
+    out = invoke("show", "budget", cwd=demo).stdout
     assert "Messages (8)" in out
     assert "→ search_hotels(" in out and "← result success  [t2]" in out
     assert "budget_eur" in out and "800" in out
-    only_state = run("show", "budget", "--state", cwd=demo).stdout
+    only_state = invoke("show", "budget", "--state", cwd=demo).stdout
     assert "Messages" not in only_state and "budget_eur" in only_state
-    data = json.loads(run("show", "main", "--json", cwd=demo).stdout)
+    data = json.loads(invoke("show", "main", "--json", cwd=demo).stdout)
     assert data["commit"]["refs"] == ["HEAD -> main"]
     assert data["snapshot"]["state"]["approved_by"] == "ana@example.com"
     assert data["snapshot"]["messages"][1]["content"][0]["toolUse"]["name"] == "search_flights"
-    messages_only = json.loads(run("show", "main", "--messages", "--json", cwd=demo).stdout)
+    messages_only = json.loads(invoke("show", "main", "--messages", "--json", cwd=demo).stdout)
     assert "state" not in messages_only["snapshot"]
 
 
 def test_diff_is_structural(demo: Path) -> None:
-    out = run("diff", "draft-1", "budget", cwd=demo).stdout
+    out = invoke("diff", "draft-1", "budget", cwd=demo).stdout
     assert "messages: 4 → 8 (common prefix 4; +4 -0 ~0)" in out
     assert "+ [4] user: Can we do it for 800 EUR instead?" in out
     assert "~ budget_eur: 1200 → 800" in out
     assert '+ hotel = {"name": "Hostel Alfama Patio", "price_eur": 54}' in out
-    data = json.loads(run("diff", "main", "budget", "--json", cwd=demo).stdout)
+    data = json.loads(invoke("diff", "main", "budget", "--json", cwd=demo).stdout)
     changed = {c["key"]: c for c in data["state"]}
     assert changed["budget_eur"] == {
         "key": "budget_eur",
@@ -194,62 +225,50 @@ def test_diff_is_structural(demo: Path) -> None:
     }
     assert changed["approved_by"]["kind"] == "removed"
     assert data["messages"]["common_prefix"] == 4
-    run("diff", "main", "main", "--exit-code", cwd=demo)
-    run("diff", "main", "budget", "--exit-code", cwd=demo, code=1)
+    invoke("diff", "main", "main", "--exit-code", cwd=demo)
+    invoke("diff", "main", "budget", "--exit-code", cwd=demo, code=1)
 
 
 def test_branch_tag_reflog_stats_listings(demo: Path) -> None:
-    branches = run("branch", cwd=demo).stdout.splitlines()
+    branches = invoke("branch", cwd=demo).stdout.splitlines()
     assert [b.split()[0] for b in branches] == ["budget", "*", "review"]
-    assert json.loads(run("branch", "--json", cwd=demo).stdout)["head"] == "main"
-    assert run("tag", cwd=demo).stdout.split()[0] == "draft-1"
-    reflog = json.loads(run("reflog", "main", "--json", cwd=demo).stdout)
+    assert json.loads(invoke("branch", "--json", cwd=demo).stdout)["head"] == "main"
+    assert invoke("tag", cwd=demo).stdout.split()[0] == "draft-1"
+    reflog = json.loads(invoke("reflog", "main", "--json", cwd=demo).stdout)
     assert reflog[0]["message"].startswith("merge review")
-    assert "main@{0}: merge review" in run("reflog", "main", cwd=demo).stdout
-    stats = json.loads(run("stats", "--json", cwd=demo).stdout)
+    assert "main@{0}: merge review" in invoke("reflog", "main", cwd=demo).stdout
+    stats = json.loads(invoke("stats", "--json", cwd=demo).stdout)
     assert stats["commits"] == 9 and set(stats["branches"]) == {"main", "budget", "review"}
-    assert "dedup ratio" in run("stats", cwd=demo).stdout
+    assert "dedup ratio" in invoke("stats", cwd=demo).stdout
 
 
 def test_colors_follow_the_options(demo: Path) -> None:
-    colored = run("--color", "always", "log", "--oneline", cwd=demo).stdout
+    colored = invoke("--color", "always", "log", "--oneline", cwd=demo).stdout
     assert "\x1b[" in colored
-    plain = run("--color", "always", "log", "--oneline", cwd=demo, env={"NO_COLOR": "1"}).stdout
+    plain = invoke("--color", "always", "log", "--oneline", cwd=demo, env={"NO_COLOR": "1"}).stdout
     assert "\x1b[3" not in plain  # NO_COLOR drops colors (bold may stay)
 
 
-# --- finding the repository, errors ---------------------------------------------------------
+# --- finding the repository ------------------------------------------------------------------
 
 
 def test_repository_is_found_like_git(demo: Path, tmp_path: Path) -> None:
     nested = tmp_path / "work" / "deep"
     nested.mkdir(parents=True)
-    run("init", tmp_path / "work", cwd=tmp_path)
-    assert "no commits yet" in run("log", cwd=nested).stderr
-    assert run("-C", demo, "log", "--oneline", "-n", "1", cwd=tmp_path).stdout
-    assert run("--repo", demo, "log", "--oneline", "-n", "1", cwd=tmp_path).stdout
-    via_env = run("log", "--oneline", "-n", "1", cwd=tmp_path, env={"STATEVCS_REPO": str(demo)})
+    invoke("init", tmp_path / "work", cwd=tmp_path)
+    assert "branch main has no commits yet" in invoke("log", cwd=nested).stderr
+    assert invoke("-C", demo, "log", "--oneline", "-n", "1", cwd=tmp_path).stdout
+    assert invoke("--repo", demo, "log", "--oneline", "-n", "1", cwd=tmp_path).stdout
+    via_env = invoke("log", "--oneline", "-n", "1", cwd=tmp_path, env={"STATEVCS_REPO": str(demo)})
     assert via_env.stdout
     hidden = tmp_path / "project"
-    run("init", hidden / ".statevcs", cwd=tmp_path)
+    invoke("init", hidden / ".statevcs", cwd=tmp_path)
     (hidden / "src").mkdir()
-    assert json.loads(run("log", "--json", cwd=hidden / "src").stdout) == []
-
-
-def test_errors_are_one_line_with_exit_code_2(demo: Path, tmp_path: Path) -> None:
-    missing = run("log", cwd=tmp_path, code=2)
-    assert missing.stderr.startswith("error: not a statevcs repository")
-    assert missing.stderr.count("\n") == 1 and "Traceback" not in missing.stderr
-    unknown = run("show", "nope", cwd=demo, code=2)
-    assert unknown.stderr.startswith("error: unknown revision 'nope'")
-    debug = run("--debug", "show", "nope", cwd=demo, code=2)
-    assert "Traceback" in debug.stderr and "UnknownRevision" in debug.stderr
-    assert run("gc", "--grace", "soon", cwd=demo, code=2).stderr  # click usage errors: 2 too
-    assert run("init", demo, cwd=tmp_path, code=2).stderr.startswith("error: a statevcs repository")
+    assert json.loads(invoke("log", "--json", cwd=hidden / "src").stdout) == []
 
 
 def test_memory_url_opens_an_empty_repository(tmp_path: Path) -> None:
-    assert json.loads(run("--repo", "memory://", "branch", "--json", cwd=tmp_path).stdout) == {
+    assert json.loads(invoke("--repo", "memory://", "branch", "--json", cwd=tmp_path).stdout) == {
         "branches": {},
         "head": "main",
     }
@@ -259,57 +278,59 @@ def test_memory_url_opens_an_empty_repository(tmp_path: Path) -> None:
 
 
 def test_branch_tag_reset_merge_cycle(scratch: Path) -> None:
-    run("branch", "exp", "main~2", cwd=scratch)
-    assert "exp" in run("branch", cwd=scratch).stdout
-    run("branch", "exp", cwd=scratch, code=2)
-    run("branch", "-f", "exp", "draft-1", cwd=scratch)
-    run("tag", "v1", "main", cwd=scratch)
-    assert "v1" in run("tag", cwd=scratch).stdout
-    run("tag", "-d", "v1", cwd=scratch)
-    assert "Deleted branch exp" in run("branch", "-d", "exp", cwd=scratch).stdout
+    invoke("branch", "exp", "main~2", cwd=scratch)
+    assert "exp" in invoke("branch", cwd=scratch).stdout
+    exists = invoke("branch", "exp", cwd=scratch, code=1)
+    assert "`statevcs branch -f exp REV`" in exists.stderr
+    invoke("branch", "-f", "exp", "draft-1", cwd=scratch)
+    invoke("tag", "v1", "main", cwd=scratch)
+    assert "v1" in invoke("tag", cwd=scratch).stdout
+    invoke("tag", "-d", "v1", cwd=scratch)
+    assert "Deleted branch exp" in invoke("branch", "-d", "exp", cwd=scratch).stdout
 
-    conflict = run("merge", "main", "budget", cwd=scratch, code=2)
+    conflict = invoke("merge", "main", "budget", cwd=scratch, code=1)
     assert "conversations diverged" in conflict.stderr and "'hotel'" in conflict.stderr
-    before = run("log", "--json", "-n", "1", cwd=scratch).stdout
+    assert "`--strategy theirs`" in conflict.stderr and "strategy='ours'" not in conflict.stderr
+    before = invoke("log", "--json", "-n", "1", cwd=scratch).stdout
     assert json.loads(before)[0]["message"] == "Merge review into main"
     merged = json.loads(
-        run("merge", "main", "budget", "--strategy", "theirs", "--json", cwd=scratch).stdout
+        invoke("merge", "main", "budget", "--strategy", "theirs", "--json", cwd=scratch).stdout
     )
     assert merged["outcome"] == "merge"
     assert merged["commit"]["metadata"]["merge"]["resolved"]["messages"] == "theirs"
-    state = json.loads(run("show", "main", "--state", "--json", cwd=scratch).stdout)
+    state = json.loads(invoke("show", "main", "--state", "--json", cwd=scratch).stdout)
     assert state["snapshot"]["state"]["budget_eur"] == 800
     assert state["snapshot"]["state"]["approved_by"] == "ana@example.com"
-    assert "Already up to date." in run("merge", "main", "budget", cwd=scratch).stdout
-    assert "Fast-forward" in run("merge", "review", "main", cwd=scratch).stdout
+    assert "Already up to date." in invoke("merge", "main", "budget", cwd=scratch).stdout
+    assert "Fast-forward" in invoke("merge", "review", "main", cwd=scratch).stdout
 
-    out = run("reset", "main", "main~1", cwd=scratch).stdout
+    out = invoke("reset", "main", "main~1", cwd=scratch).stdout
     assert out.startswith("main is now at")
-    assert "reset: moving to main~1" in run("reflog", "main", cwd=scratch).stdout
+    assert "reset: moving to main~1" in invoke("reflog", "main", cwd=scratch).stdout
 
 
 def test_gc_and_fsck(scratch: Path) -> None:
-    run("reset", "budget", "draft-1", cwd=scratch)
-    report = json.loads(run("gc", "--dry-run", "--grace", "0", "--json", cwd=scratch).stdout)
+    invoke("reset", "budget", "draft-1", cwd=scratch)
+    report = json.loads(invoke("gc", "--dry-run", "--grace", "0", "--json", cwd=scratch).stdout)
     assert report["dry_run"] and report["grace_seconds"] == 0
-    assert "would delete" in run("gc", "--dry-run", cwd=scratch).stdout
-    fsck = run("fsck", cwd=scratch)
+    assert "would delete" in invoke("gc", "--dry-run", cwd=scratch).stdout
+    fsck = invoke("fsck", cwd=scratch)
     assert fsck.stdout == "" and fsck.stderr.startswith("ok: checked")
-    assert json.loads(run("fsck", "--json", cwd=scratch).stdout)["ok"] is True
+    assert json.loads(invoke("fsck", "--json", cwd=scratch).stdout)["ok"] is True
     # Damage one object: fsck lists each problem on its own line and exits 1.
     with sqlite3.connect(scratch / "statevcs.sqlite3") as db:
         db.execute("UPDATE objects SET data = X'00' WHERE rowid = (SELECT MIN(rowid) FROM objects)")
-    damaged = run("fsck", cwd=scratch, code=1)
+    damaged = invoke("fsck", cwd=scratch, code=1)
     problems = damaged.stdout.splitlines()
     assert problems and all("corrupt" in p or "missing" in p or "object" in p for p in problems)
-    assert json.loads(run("fsck", "--json", cwd=scratch, code=1).stdout)["ok"] is False
+    assert json.loads(invoke("fsck", "--json", cwd=scratch, code=1).stdout)["ok"] is False
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs the git CLI")
 def test_export_and_import_git(scratch: Path, tmp_path: Path) -> None:
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
-    out = run("export-git", tmp_path / "mirror", "--push", remote, cwd=scratch).stdout
+    out = invoke("export-git", tmp_path / "mirror", "--push", remote, cwd=scratch).stdout
     assert "exported 9 new commits" in out and f"pushed 4 refs to {remote}" in out
     log = subprocess.run(
         ["git", "-C", str(remote), "log", "--oneline", "--all"],
@@ -318,20 +339,41 @@ def test_export_and_import_git(scratch: Path, tmp_path: Path) -> None:
         check=True,
     )
     assert len(log.stdout.splitlines()) == 9
-    again = json.loads(run("export-git", tmp_path / "mirror", "--json", cwd=scratch).stdout)
+    again = json.loads(invoke("export-git", tmp_path / "mirror", "--json", cwd=scratch).stdout)
     assert (again["commits_exported"], again["objects_written"]) == (0, 0)
-    run("init", tmp_path / "copy", cwd=tmp_path)
+    invoke("init", tmp_path / "copy", cwd=tmp_path)
     imported = json.loads(
-        run("-C", tmp_path / "copy", "import-git", remote, "--json", cwd=tmp_path).stdout
+        invoke("-C", tmp_path / "copy", "import-git", remote, "--json", cwd=tmp_path).stdout
     )
     assert imported["commits_imported"] == 9
-    original = run("log", "--graph", cwd=scratch).stdout
-    assert run("log", "--graph", cwd=tmp_path / "copy").stdout == original
-    only = run("export-git", tmp_path / "budget.git", "--branch", "budget", cwd=scratch).stdout
+    original = invoke("log", "--graph", cwd=scratch).stdout
+    assert invoke("log", "--graph", cwd=tmp_path / "copy").stdout == original
+    only = invoke("export-git", tmp_path / "budget.git", "--branch", "budget", cwd=scratch).stdout
     assert "refs/heads/budget" in only and "refs/heads/main" not in only
 
 
-# --- the installed console script --------------------------------------------------------------
+# --- end to end: real processes ----------------------------------------------------------------
+
+
+def test_python_dash_m_runs_the_command_line(demo: Path, tmp_path: Path) -> None:
+    assert run("log", "--graph", cwd=demo).stdout == invoke("log", "--graph", cwd=demo).stdout
+    missing = run("log", cwd=tmp_path, code=1)
+    assert missing.stderr.startswith("error: not a statevcs repository")
+    assert missing.stderr.count("\n") == 1 and "Traceback" not in missing.stderr
+
+
+def test_broken_pipe_stops_quietly(demo: Path) -> None:
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "statevcs", "log", "--all"],
+        cwd=demo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.read(10)
+    reader.stdout.close()
+    reader.wait(timeout=60)
+    assert b"Traceback" not in reader.stderr.read()
 
 
 @pytest.mark.skipif(shutil.which("statevcs") is None, reason="statevcs is not installed on PATH")
@@ -341,7 +383,7 @@ def test_installed_entry_point(demo: Path) -> None:
     assert version.strip() == f"statevcs, version {statevcs.__version__}"
     assert (
         run("log", "--graph", cwd=demo, program=program).stdout
-        == run("log", "--graph", cwd=demo).stdout
+        == invoke("log", "--graph", cwd=demo).stdout
     )
     assert "Usage: statevcs" in run("--help", cwd=demo, program=program).stdout
 
