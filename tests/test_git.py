@@ -253,6 +253,153 @@ def test_repo_methods_delegate(repo: statevcs.Repo, tmp_path: Path) -> None:
     assert copy.import_git(tmp_path / "m.git").commits_imported == len(all_commits(repo))
 
 
+def test_one_walk_orders_long_and_branching_histories_parents_first() -> None:
+    from statevcs.git import _parents_first
+
+    # A chain far longer than Python's recursion limit, plus merges that share ancestors.
+    chain = {n: ([n - 1] if n else []) for n in range(200_000)}
+    order = _parents_first([199_999], lambda n: n, lambda n: chain[n])
+    assert order == list(range(200_000))
+    graph = {"a": [], "b": ["a"], "c": ["a"], "d": ["b", "c"], "e": ["d", "c"], "x": ["a"]}
+    order_of = _parents_first(["e", "x", "d"], lambda k: k, lambda k: graph[k])
+    assert sorted(order_of) == sorted(graph) and len(order_of) == len(graph)
+    for node, parents in graph.items():
+        assert all(order_of.index(p) < order_of.index(node) for p in parents)
+    # Nodes already `done` (exported before) are neither loaded nor emitted.
+    loaded: list[str] = []
+    later = _parents_first(
+        ["e"], lambda k: loaded.append(k) or k, lambda k: graph[k], "bc".__contains__
+    )
+    assert later == ["d", "e"] and sorted(loaded) == ["d", "e"]
+
+
+def test_deep_messages_and_state_round_trip(tmp_path: Path, clock: Clock) -> None:
+    repo = statevcs.Repo.init(tmp_path / "deep")
+    message: Any = {"text": "bottom"}
+    for _ in range(200):
+        message = {"content": [message]}
+    state: Any = "bottom"
+    for _ in range(700):  # deeper than the JSON mapping writes: kept as stored bytes
+        state = [state]
+    first = repo.commit(
+        {"messages": [{"role": "user", **message}], "nested": state}, "deep", timestamp=clock()
+    )
+    export_git(repo, tmp_path / "deep.git")
+    copy = statevcs.Repo.init("memory://")
+    import_git(copy, tmp_path / "deep.git")
+    assert copy.resolve("main") == first.id
+    assert copy.show("main") == repo.show("main")
+    # A message deeper than the mirror writes is refused by name, with the refs left alone.
+    for _ in range(100):
+        message = {"content": [message]}
+    deeper = repo.commit({"messages": [message]}, "deeper", timestamp=clock())
+    refs_before = _git_refs(tmp_path / "deep.git")
+    with pytest.raises(GitMirrorError, match=f"commit {deeper.id} cannot be exported.*512"):
+        export_git(repo, tmp_path / "deep.git")
+    assert _git_refs(tmp_path / "deep.git") == refs_before
+
+
+def _git_refs(target: Path) -> dict[bytes, bytes]:
+    from dulwich.repo import Repo as GitRepo
+
+    with GitRepo(str(target)) as mirror:
+        return dict(mirror.refs.as_dict())
+
+
+def _commit_with_metadata(repo: statevcs.Repo, metadata: dict[Any, Any]) -> str:
+    """A commit as older statevcs versions accepted it (non-string metadata keys)."""
+    from statevcs.hashing import from_hex, to_hex
+    from statevcs.objects import CommitObject, encode_with_id
+
+    snapshot = repo.get_commit("main").snapshot_id
+    obj = CommitObject(
+        from_hex(snapshot), (), "old <old@example.com>", 1_700_000_000, "old", metadata
+    )
+    commit_id, data = encode_with_id(obj)
+    repo.store.put_many({commit_id: data})
+    repo.set_ref("refs/heads/old", to_hex(commit_id))
+    return to_hex(commit_id)
+
+
+def test_non_string_metadata_keys_export_exactly(repo: statevcs.Repo, tmp_path: Path) -> None:
+    metadata = {1: "one", "b": {2: [3, {None: True}]}, "a": 1.5}
+    commit_id = _commit_with_metadata(repo, metadata)
+    export_git(repo, tmp_path / "m.git")
+    from dulwich.repo import Repo as GitRepo
+
+    with GitRepo(str(tmp_path / "m.git")) as mirror:
+        tree = mirror[mirror[b"refs/heads/old"].tree]
+        info = json.loads(mirror[tree[b"statevcs.json"][1]].data)
+    assert info["commit"] == commit_id
+    assert same(from_json(info["metadata"]), metadata)
+    # statevcs commits no longer accept such keys: the import says which commit and why
+    # before writing anything.
+    copy = statevcs.Repo.init("memory://")
+    with pytest.raises(GitMirrorError, match=r"non-string key 1\b") as refused:
+        import_git(copy, tmp_path / "m.git")
+    assert _git_commit_of(tmp_path / "m.git", b"refs/heads/old") in str(refused.value)
+    assert copy.refs() == {}
+    assert copy.stats().objects == 0
+
+
+def _git_commit_of(target: Path, ref: bytes) -> str:
+    from dulwich.repo import Repo as GitRepo
+
+    with GitRepo(str(target)) as mirror:
+        return mirror.refs[ref].decode()
+
+
+@needs_git
+def test_mirrors_that_stringified_metadata_keys_fail_clearly(
+    repo: statevcs.Repo, tmp_path: Path
+) -> None:
+    mirror = tmp_path / "m"
+    _commit_with_metadata(repo, {"n": 1})
+    export_git(repo, mirror, branch="old")
+    # What older versions wrote for {1: "one"}: json.dumps turned the key into "1".
+    info = json.loads((mirror / "statevcs.json").read_text())
+    info["metadata"] = {"1": "one"}
+    (mirror / "statevcs.json").write_text(json.dumps(info))
+    git(
+        "-C",
+        mirror,
+        "-c",
+        "user.name=x",
+        "-c",
+        "user.email=x@example.com",
+        "commit",
+        "-q",
+        "--amend",
+        "-a",
+        "--no-edit",
+        cwd=tmp_path,
+    )
+    copy = statevcs.Repo.init("memory://")
+    with pytest.raises(GitMirrorError, match=r"older statevcs.*non-string metadata keys"):
+        import_git(copy, mirror)
+    assert copy.refs() == {}
+
+
+def test_statevcs_mirror_marker(repo: statevcs.Repo, tmp_path: Path) -> None:
+    from dulwich.repo import Repo as GitRepo
+
+    export_git(repo, tmp_path / "m.git")
+    with GitRepo(str(tmp_path / "m.git")) as mirror:
+        assert mirror.get_config().get((b"statevcs",), b"mirror") == b"true"
+
+
+def test_arguments_of_the_wrong_type_name_the_argument(repo: statevcs.Repo, tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="target"):
+        export_git(repo, 5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="force"):
+        export_git(repo, tmp_path / "m", force="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="push"):
+        export_git(repo, tmp_path / "m", push=b"x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="source"):
+        import_git(repo, None)  # type: ignore[arg-type]
+    assert not (tmp_path / "m").exists()
+
+
 # --- with the git CLI --------------------------------------------------------------------
 
 
@@ -297,17 +444,34 @@ def test_diffable_message_files(repo: statevcs.Repo, tmp_path: Path, clock: Cloc
     assert (mirror / "messages" / f"{n:06d}-assistant.json").is_file()
 
 
-def test_local_edits_in_the_mirror_are_kept(
+def test_an_export_refuses_to_move_a_mirror_with_local_edits(
     repo: statevcs.Repo, tmp_path: Path, clock: Clock
 ) -> None:
     mirror = tmp_path / "mirror"
     export_git(repo, mirror)
+    original = (mirror / "state.json").read_text()
     (mirror / "state.json").write_text("{}\n")
+    (mirror / "notes.txt").write_text("my own file, not one an export writes\n")
+    _, main_before = _mirror_main(mirror)
     repo.commit({"fresh": 1}, "new", branch="main", timestamp=clock())
-    report = export_git(repo, mirror)
-    assert not report.worktree_updated
-    assert "local changes" in report.warnings[0]
+    for force in (False, True):
+        with pytest.raises(GitMirrorError, match=r"local changes \(state\.json\)"):
+            export_git(repo, mirror, force=force)
+    assert _mirror_main(mirror)[1] == main_before
     assert (mirror / "state.json").read_text() == "{}\n"
+    # Once the edit is gone the export goes through; the untracked notes.txt never mattered.
+    (mirror / "state.json").write_text(original)
+    report = export_git(repo, mirror)
+    assert report.worktree_updated
+    assert json.loads((mirror / "state.json").read_text()) == {"fresh": 1}
+    assert (mirror / "notes.txt").is_file()
+
+
+def _mirror_main(mirror: Path) -> tuple[bytes, bytes]:
+    from dulwich.repo import Repo as GitRepo
+
+    with GitRepo(str(mirror)) as git_repo:
+        return git_repo.refs.get_symrefs()[b"HEAD"], git_repo.refs[b"refs/heads/main"]
 
 
 def test_pickled_state_imports_without_the_key(tmp_path: Path, clock: Clock) -> None:
@@ -386,7 +550,10 @@ def test_diverged_refs_are_skipped_on_import(
 ) -> None:
     export_git(repo, tmp_path / "m.git")
     repo.reset("main", "main~1")
-    repo.commit({"other": True}, "diverge", branch="main", timestamp=clock())
+    agent: dict[str, Any] = {}
+    repo.checkout(agent, "main")
+    agent["other"] = True
+    repo.commit(agent, "diverge", branch="main", timestamp=clock())
     report = import_git(repo, tmp_path / "m.git")
     assert list(report.refs_skipped) == ["refs/heads/main"]
     assert repo.get_commit("main").message == "diverge"
