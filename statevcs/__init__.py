@@ -30,16 +30,20 @@ from .errors import (
     RepositoryError,
     RepositoryExists,
     RepositoryNotFound,
+    RefsChanged,
     RevisionError,
     SerializationError,
+    StaleCache,
     StateVCSError,
     StoreError,
     UnknownRevision,
     UnsupportedObject,
     UntrustedPayload,
 )
+from .durations import InvalidDuration
 from .gc import FsckReport, GCReport, RepoStats
-from .repo import Commit, ReflogRecord, Repo
+from .repo import Commit, OnConflict, ReflogRecord, Repo
+from .revisions import AmbiguousRefWarning
 from .serializers import JSONSerializer, MsgpackSerializer, PickleSerializer, StateSerializer
 from .snapshot import Snapshot
 
@@ -47,6 +51,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Adapter",
+    "AmbiguousRefWarning",
     "AmbiguousRevision",
     "Commit",
     "CorruptObject",
@@ -54,6 +59,7 @@ __all__ = [
     "FsckReport",
     "GCReport",
     "GitMirrorError",
+    "InvalidDuration",
     "InvalidRefName",
     "InvalidRevision",
     "JSONSerializer",
@@ -63,12 +69,14 @@ __all__ = [
     "MissingObject",
     "MsgpackSerializer",
     "ObjectError",
+    "OnConflict",
     "PickleSerializer",
     "RefConflict",
     "RefError",
     "RefExists",
     "RefNotFound",
     "ReflogRecord",
+    "RefsChanged",
     "Repo",
     "RepoStats",
     "RepositoryError",
@@ -78,6 +86,7 @@ __all__ = [
     "SerializationError",
     "Snapshot",
     "SnapshotDiff",
+    "StaleCache",
     "StateSerializer",
     "StateVCSError",
     "StoreError",

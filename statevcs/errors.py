@@ -31,6 +31,23 @@ class StoreError(StateVCSError):
 # --- objects ------------------------------------------------------------------
 
 
+class StaleCache(StoreError):
+    """Another process garbage-collected the repository since this handle last looked.
+
+    Raised inside a write, before anything is stored or moved: the writer drops its caches and
+    rewrites every object it needs (statevcs does this itself; it only escapes after repeated
+    collections during one commit).
+    """
+
+    def __init__(self, expected: int, actual: int) -> None:
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"the repository was garbage-collected while this write was prepared (generation "
+            f"{expected} -> {actual}); nothing was written: retry the operation"
+        )
+
+
 class ObjectError(StateVCSError):
     """Base class for problems with stored objects."""
 
@@ -104,14 +121,21 @@ class RefExists(RefError):
 class RefConflict(RefError):
     """Another writer moved a ref since the caller read it (compare-and-swap failed)."""
 
-    def __init__(self, ref: str, expected: str | None, actual: str | None) -> None:
+    def __init__(
+        self, ref: str, expected: str | None, actual: str | None, hint: str | None = None
+    ) -> None:
         self.ref = ref
         self.expected = expected
         self.actual = actual
+        advice = hint or "re-read the ref (or check out again) and retry"
         super().__init__(
             f"ref {ref} moved concurrently: expected {expected or '(none)'}, "
-            f"found {actual or '(none)'}; re-read the ref (or check out again) and retry"
+            f"found {actual or '(none)'}; {advice}"
         )
+
+
+class RefsChanged(RefError):
+    """A ref or reflog moved while garbage collection was marking; gc marks again and retries."""
 
 
 class DetachedHead(RefError):
@@ -191,11 +215,13 @@ __all__ = [
     "RefError",
     "RefExists",
     "RefNotFound",
+    "RefsChanged",
     "RepositoryError",
     "RepositoryExists",
     "RepositoryNotFound",
     "RevisionError",
     "SerializationError",
+    "StaleCache",
     "StateVCSError",
     "StoreError",
     "UnknownRevision",

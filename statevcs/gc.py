@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from .errors import CorruptObject, MissingObject
+from .errors import CorruptObject, MissingObject, RefsChanged
 from .hashing import ObjectId, to_hex
 from .objectdb import ObjectDB
 from .objects import Chunked, CommitObject, Inline, ListNode, children, decode, encode_doc
@@ -128,26 +128,49 @@ Progress = Callable[[str, int, int], None]
 
 
 def collect_garbage(
-    store: Store, grace: timedelta, *, dry_run: bool = False, progress: Progress | None = None
+    store: Store,
+    grace: timedelta,
+    *,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+    expire_reflog: timedelta | None = None,
 ) -> GCReport:
-    """Delete unreachable objects written more than ``grace`` ago."""
+    """Delete unreachable objects written more than ``grace`` ago.
+
+    Safe against writers in other processes: each delete batch is refused by the store when a
+    ref or reflog moved since marking (gc then marks from the new refs and goes on), and every
+    delete bumps the store's gc generation, which makes writers with stale caches rewrite what
+    they need instead of referencing deleted objects.
+    """
+    if expire_reflog is not None and not dry_run:
+        store.expire_reflogs(store.now() - expire_reflog.total_seconds())
     cutoff = store.now() - grace.total_seconds()
     all_objects = dict(store.iter_objects())
     total = len(all_objects)
-    reachable = mark_reachable(
-        store,
-        reachability_roots(store),
-        on_batch=None if progress is None else lambda done: progress("marking", done, total),
-    )
+    on_batch = None if progress is None else (lambda done: progress("marking", done, total))
+    refs_state = store.refs_state()
+    roots = reachability_roots(store)
+    reachable = mark_reachable(store, roots, on_batch=on_batch)
     old = {i for i, _ in store.iter_objects(older_than=cutoff)}
     unreachable = [i for i in all_objects if i not in reachable]
-    doomed = [i for i in unreachable if i in old and i in all_objects]
+    doomed = [i for i in unreachable if i in old]
     deleted = 0
     if not dry_run:
-        for start in range(0, len(doomed), 1000):
-            deleted += store.delete_many(doomed[start : start + 1000])
+        start = 0
+        while start < len(doomed):
+            batch = doomed[start : start + 1000]
+            try:
+                deleted += store.delete_many(batch, if_refs=refs_state)
+            except RefsChanged:
+                # A writer moved a ref: what it now points at may include doomed objects.
+                refs_state = store.refs_state()
+                fresh = reachability_roots(store) - reachable
+                reachable |= _mark_more(store, fresh, reachable)
+                doomed = doomed[:start] + [i for i in doomed[start:] if i not in reachable]
+                continue
+            start += len(batch)
             if progress is not None:
-                progress("sweeping", min(start + 1000, len(doomed)), len(doomed))
+                progress("sweeping", min(start, len(doomed)), len(doomed))
     return GCReport(
         reachable=len(reachable),
         unreachable=len(unreachable),
@@ -156,6 +179,23 @@ def collect_garbage(
         kept_recent=len(unreachable) - len(doomed),
         dry_run=dry_run,
     )
+
+
+def _mark_more(store: Store, roots: set[ObjectId], marked: set[ObjectId]) -> set[ObjectId]:
+    """Mark from ``roots``, not descending into objects already in ``marked``."""
+    found: set[ObjectId] = set()
+    frontier = [r for r in roots if r not in marked]
+    while frontier:
+        batch = [i for i in dict.fromkeys(frontier) if i not in found and i not in marked]
+        frontier = []
+        stored = store.get_many(batch)
+        for object_id in batch:
+            data = stored.get(object_id)
+            if data is None:
+                continue
+            found.add(object_id)
+            frontier.extend(children(decode(object_id, data)))
+    return found
 
 
 def check_repository(store: Store, db: ObjectDB) -> FsckReport:

@@ -3,6 +3,11 @@
 It decodes and hash-checks what it reads, keeps recently used structural nodes decoded, keeps
 recent small documents as bytes (so every restore decodes fresh, unshared dicts), and remembers
 which ids are known to be stored, so a commit sends only objects the store does not have yet.
+
+The set of known ids is only true until a garbage collection (in any process) deletes objects.
+It is therefore tied to the store's gc generation: writers pass :attr:`ObjectDB.generation` to
+``update_refs``, which refuses the write when a collection happened since, and the writer then
+calls :meth:`ObjectDB.forget` and writes every object it needs again.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ class ObjectDB:
         self._bytes_size = 0
         self.known: set[ObjectId] = set()
         self.large_values: dict[bytes, ObjectId] = {}
+        self.generation = store.generation()
+        """The gc generation :attr:`known` is valid for."""
 
     # --- reading --------------------------------------------------------------
 
@@ -123,8 +130,12 @@ class ObjectDB:
             self.known.clear()
         self.known.update(ids)
 
-    def forget(self) -> None:
-        """Drop every cache (after garbage collection deleted objects)."""
+    def forget(self, generation: int | None = None) -> None:
+        """Drop every cache (after garbage collection deleted objects).
+
+        The caches become valid for ``generation`` (read from the store when not given).
+        """
+        self.generation = self.store.generation() if generation is None else generation
         self._nodes.clear()
         self._bytes.clear()
         self._bytes_size = 0

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import heapq
 import os
+import re
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -13,10 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .adapters import acting_for, adapter_for, transient_keys
+from .commitfields import canonical_metadata, check_text, timestamp_us
 from .diff import SnapshotDiff, diff_snapshots
+from .durations import as_duration
 from .errors import (
     CorruptObject,
     DetachedHead,
+    InvalidRefName,
     InvalidRevision,
     MissingObject,
     RefConflict,
@@ -25,6 +30,7 @@ from .errors import (
     RepositoryError,
     RepositoryExists,
     RepositoryNotFound,
+    StaleCache,
     StateVCSError,
     UnknownRevision,
 )
@@ -34,14 +40,12 @@ from .gc import (
     RepoStats,
     check_repository,
     collect_garbage,
+    mark_reachable,
     measure_repository,
 )
-from .hashing import ObjectId, from_hex, to_hex
+from .hashing import ObjectId, from_hex, hash_bytes, to_hex
 from .objectdb import ObjectDB
-from .objects import (
-    CommitObject,
-    encode_with_id,
-)
+from .objects import CommitObject, Doc, decode, encode_doc, encode_with_id
 from .refs import (
     BRANCH_PREFIX,
     DEFAULT_BRANCH,
@@ -56,6 +60,7 @@ from .revisions import resolve_revision
 from .serializers import JSONSerializer, StateSerializer
 from .snapshot import (
     MessageBase,
+    ReadSnapshot,
     Snapshot,
     StoredMessages,
     WrittenSnapshot,
@@ -65,7 +70,7 @@ from .snapshot import (
 )
 from .stores.base import ANY, Expected, RefUpdate, Store
 from .stores.memory import MemoryStore
-from .stores.sqlite import DB_FILENAME, SQLiteStore
+from .stores.sqlite import DB_FILENAME, Durability, SQLiteStore, read_format
 
 if TYPE_CHECKING:
     from .git import ExportReport, ImportReport
@@ -112,17 +117,8 @@ class _Sync:
     messages: StoredMessages | None = None
 
 
-def _utc(timestamp_us: int) -> datetime:
-    return datetime.fromtimestamp(timestamp_us / 1_000_000, tz=timezone.utc)
-
-
-def _to_us(moment: datetime) -> int:
-    if moment.tzinfo is None:
-        raise StateVCSError(
-            "commit timestamps must be timezone-aware; pass datetime.now(timezone.utc)"
-        )
-    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+def _utc(micros: int) -> datetime:
+    return datetime.fromtimestamp(micros / 1_000_000, tz=timezone.utc)
 
 
 def _commit_from(object_id: ObjectId, obj: CommitObject) -> Commit:
@@ -133,7 +129,8 @@ def _commit_from(object_id: ObjectId, obj: CommitObject) -> Commit:
         message=obj.message,
         author=obj.author,
         timestamp=_utc(obj.timestamp_us),
-        metadata=dict(obj.metadata),
+        # A private deep copy: changing a returned Commit never reaches the stored one.
+        metadata=copy.deepcopy(obj.metadata),
     )
 
 
@@ -141,6 +138,12 @@ class Repo:
     """A versioned store of agent snapshots with git's commands.
 
     Open one with :meth:`init` or :meth:`open`; use it as a context manager to close it.
+
+    Each handle has its own ``HEAD`` (the branch it commits plain dicts to and resolves
+    ``HEAD`` against), starting at the repository's default branch; only :meth:`switch` moves
+    the stored default. Each live object it commits or checks out remembers its branch and the
+    commit it was synced with, and a commit made from a stale object raises ``RefConflict``
+    instead of overwriting another writer's work.
     """
 
     def __init__(
@@ -151,15 +154,26 @@ class Repo:
         author: str | None = None,
         path: Path | None = None,
     ) -> None:
+        if serializer is not None and not isinstance(serializer, StateSerializer):
+            raise TypeError(
+                f"serializer must be a StateSerializer, got {type(serializer).__name__}"
+            )
         self.store = store
         self.path = path
         self.serializer: StateSerializer = serializer or JSONSerializer()
-        self.author = author or os.environ.get("STATEVCS_AUTHOR") or DEFAULT_AUTHOR
+        self.author = check_text(
+            author or os.environ.get("STATEVCS_AUTHOR") or DEFAULT_AUTHOR, "author"
+        )
         self.db = ObjectDB(store)
         self._lock = threading.RLock()
         self._tracked: dict[int, tuple[weakref.ref[Any], _Sync]] = {}
-        self._head_sync: _Sync | None = None
-        self._heads: dict[str, ObjectId | None] = {}  # branch heads this Repo last wrote
+        self._head_sync: _Sync | None = None  # plain dicts and other non-weakrefable objects
+        self._head_ref: str | None = store.get_symbolic(HEAD)
+        self._head_commit: ObjectId | None = (
+            None if self._head_ref is not None else store.get_ref(HEAD)
+        )
+        if self._head_ref is None and self._head_commit is None:
+            self._head_ref = branch_ref(DEFAULT_BRANCH)
 
     # --- opening ------------------------------------------------------------
 
@@ -171,26 +185,38 @@ class Repo:
         serializer: StateSerializer | None = None,
         author: str | None = None,
         default_branch: str = DEFAULT_BRANCH,
+        durability: Durability = "normal",
     ) -> Repo:
-        """Create a repository (a folder holding one SQLite file, or ``memory://``)."""
-        ref = branch_ref(default_branch)
-        if str(path) == MEMORY_URL:
+        """Create a repository (a folder holding one SQLite file, or ``memory://``).
+
+        ``durability="full"`` makes every acknowledged commit survive power loss (an fsync per
+        commit); the default survives application crashes (see docs/concepts.md).
+        """
+        ref = branch_ref(_check_str(default_branch, "default_branch"))
+        _check_durability(durability)
+        text = _location(path)
+        if text == MEMORY_URL:
             repo = cls(MemoryStore(), serializer=serializer, author=author)
         else:
-            folder = Path(path)
+            folder = Path(text)
             if (folder / DB_FILENAME).exists():
                 raise RepositoryExists(
-                    f"a statevcs repository already exists at {folder}; "
-                    "open it with statevcs.Repo.open(path)"
+                    f"a statevcs repository already exists at {folder}; open it instead "
+                    "(statevcs.Repo.open or `statevcs -C PATH log`)"
                 )
             if folder.exists() and not folder.is_dir():
                 raise RepositoryError(f"{folder} exists and is not a folder; choose another path")
-            folder.mkdir(parents=True, exist_ok=True)
-            repo = cls(
-                SQLiteStore(folder / DB_FILENAME), serializer=serializer, author=author, path=folder
-            )
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise RepositoryError(
+                    f"cannot create {folder}: {exc}; choose another path"
+                ) from None
+            store = SQLiteStore(folder / DB_FILENAME, durability=durability)
+            repo = cls(store, serializer=serializer, author=author, path=folder)
         repo.store.set_symbolic(HEAD, ref)
         repo.store.config_set("core.format", REPOSITORY_FORMAT)
+        repo._head_ref = ref
         return repo
 
     @classmethod
@@ -200,17 +226,20 @@ class Repo:
         *,
         serializer: StateSerializer | None = None,
         author: str | None = None,
+        durability: Durability = "normal",
     ) -> Repo:
-        """Open an existing repository: a folder path (SQLite) or ``memory://`` (a new one)."""
-        text = str(path)
+        """Open an existing repository folder (or its ``statevcs.sqlite3`` file).
+
+        Nothing is written until the folder is known to hold a statevcs repository.
+        """
+        _check_durability(durability)
+        text = _location(path)
         if text == MEMORY_URL:
-            return cls.init(MEMORY_URL, serializer=serializer, author=author)
-        if "://" in text:
-            raise RepositoryError(
-                f"unsupported repository URL {text!r}; this release supports folder paths "
-                "(SQLite) and memory://"
+            raise RepositoryNotFound(
+                "a memory:// repository lives only in the handle that created it and cannot be "
+                "reopened; keep that Repo object, or create one with Repo.init('memory://')"
             )
-        folder = Path(path)
+        folder = Path(text)
         if folder.is_file() and folder.name == DB_FILENAME:
             folder = folder.parent
         if not (folder / DB_FILENAME).is_file():
@@ -218,14 +247,13 @@ class Repo:
                 f"no statevcs repository at {folder}; create one with statevcs.Repo.init({text!r}) "
                 "or `statevcs init`"
             )
-        store = SQLiteStore(folder / DB_FILENAME)
-        found = store.config_get("core.format")
+        found = read_format(folder / DB_FILENAME)
         if found != REPOSITORY_FORMAT:
-            store.close()
             raise RepositoryError(
                 f"{folder} holds a statevcs repository in format {found!r}, but this version "
                 f"reads format {REPOSITORY_FORMAT!r}; use a matching statevcs version"
             )
+        store = SQLiteStore(folder / DB_FILENAME, durability=durability)
         return cls(store, serializer=serializer, author=author, path=folder)
 
     @property
@@ -246,31 +274,46 @@ class Repo:
     def __repr__(self) -> str:
         return f"Repo({self.url!r})"
 
-    # --- live-object tracking ---------------------------------------------------
+    # --- HEAD and live-object tracking ----------------------------------------------
 
-    def _sync_of(self, obj: Any) -> _Sync | None:
-        entry = self._tracked.get(id(obj))
-        if entry is not None and entry[0]() is obj:
-            return entry[1]
-        return None
+    @property
+    def head_branch(self) -> str | None:
+        """The branch this handle's ``HEAD`` is on, or ``None`` if it is detached."""
+        return short_name(self._head_ref) if self._head_ref is not None else None
 
-    def _weakrefable(self, obj: Any) -> bool:
-        try:
-            weakref.ref(obj)
-        except TypeError:
-            return False
-        return True
+    @property
+    def default_branch(self) -> str | None:
+        """The repository's stored default branch: where new handles and the CLI start."""
+        target = self.store.get_symbolic(HEAD)
+        return short_name(target) if target else None
 
-    def _set_sync(self, obj: Any, sync: _Sync) -> None:
-        if not self._weakrefable(obj):
-            self._head_sync = sync
-            return
-        key = id(obj)
+    def switch(self, name: str, *, create: bool = False) -> None:
+        """Make branch ``name`` the repository's default branch and this handle's ``HEAD``.
 
-        def forget(_ref: object, key: int = key) -> None:
-            self._tracked.pop(key, None)
-
-        self._tracked[key] = (weakref.ref(obj, forget), sync)
+        The move is recorded in ``HEAD``'s reflog. ``create=True`` creates the branch at this
+        handle's ``HEAD`` first. Plain dicts committed afterwards go to ``name``; load its
+        state into them with :meth:`checkout`.
+        """
+        ref = branch_ref(_check_str(name, "name"))
+        with self._lock:
+            exists = self.store.get_ref(ref) is not None
+            if not exists:
+                if create:
+                    head = self._head_value()
+                    if head is not None:
+                        self.store.set_ref(
+                            ref, head, expected=None, message="branch: created by switch"
+                        )
+                elif self.store.list_refs(BRANCH_PREFIX):
+                    raise RefNotFound(
+                        f"no branch named {name!r}; pass create=True (`statevcs switch -c`) to "
+                        "create it, or pick one of: " + ", ".join(self.branches())
+                    )
+            before = self.default_branch or "(detached)"
+            self.store.set_symbolic(HEAD, ref, message=f"switch: moving from {before} to {name}")
+            self._head_ref = ref
+            self._head_commit = None
+            self._head_sync = None
 
     def attached_branch(self, obj: Any) -> str | None:
         """Return the branch ``obj`` commits to (``None`` when it is detached)."""
@@ -279,64 +322,62 @@ class Repo:
             return short_name(sync.branch) if sync.branch else None
         return self.head_branch
 
-    def attach(self, obj: Any, branch: str) -> None:
-        """Make ``obj``'s next commit land on ``branch`` (which may not exist yet), no restore."""
-        ref = branch_ref(branch)
-        if self._weakrefable(obj):
-            old = self._sync_of(obj)
-            self._set_sync(obj, _Sync(ref, old.commit if old else None))
-        else:
-            self.store.set_symbolic(HEAD, ref)
+    def synced_commit(self, obj: Any) -> str | None:
+        """Return the commit ``obj`` was last committed as or checked out from by this handle."""
+        sync = self._sync_of(obj)
+        return to_hex(sync.commit) if sync is not None and sync.commit is not None else None
 
-    @property
-    def head_branch(self) -> str | None:
-        """The branch the repository's ``HEAD`` is on, or ``None`` if detached."""
-        target = self.store.get_symbolic(HEAD)
-        return short_name(target) if target else None
+    def _sync_of(self, obj: Any) -> _Sync | None:
+        if not _weakrefable(obj):
+            return self._head_sync
+        entry = self._tracked.get(id(obj))
+        if entry is not None and entry[0]() is obj:
+            return entry[1]
+        return None
+
+    def _set_sync(self, obj: Any, sync: _Sync) -> None:
+        if not _weakrefable(obj):
+            self._head_sync = sync
+            self._head_ref = sync.branch
+            self._head_commit = None if sync.branch is not None else sync.commit
+            return
+        key = id(obj)
+
+        def forget(_ref: object, key: int = key) -> None:
+            self._tracked.pop(key, None)
+
+        self._tracked[key] = (weakref.ref(obj, forget), sync)
 
     # --- commit and checkout -------------------------------------------------
 
-    def _target(
-        self, obj: Any, branch: str | None, head: str | None
-    ) -> tuple[str, ObjectId | None]:
-        """Return (full branch ref, the commit the object was last synced to)."""
-        weak = self._weakrefable(obj)
-        sync = self._sync_of(obj) if weak else None
-        synced = sync.commit if sync else None
-        if not weak and self._head_sync is not None:
-            synced = self._head_sync.commit
+    def _target(self, obj: Any, branch: str | None) -> tuple[str, _Sync | None]:
+        """Return (full branch ref, what the object was last synced with, if anything)."""
+        sync = self._sync_of(obj)
         if branch is not None:
-            return branch_ref(branch), synced
+            return branch_ref(branch), sync
         if sync is not None:
             if sync.branch is None:
                 raise DetachedHead(
                     f"this object was checked out at {to_hex(sync.commit or b'')[:12]} (detached); "
-                    "pass branch='name' to commit, or create a branch with repo.branch(...) and "
-                    "check it out"
+                    "pass branch='name' to commit it to a new or existing branch"
                 )
-            return sync.branch, synced
-        target = head
-        if target is None:
-            detached = self.store.get_ref(HEAD)
+            return sync.branch, sync
+        if self._head_ref is None:
             raise DetachedHead(
-                f"HEAD is detached at {to_hex(detached or b'')[:12]}; pass branch='name' to "
-                "commit, or check out a branch first"
+                f"HEAD is detached at {to_hex(self._head_commit or b'')[:12]}; pass "
+                "branch='name' to commit, or check out a branch first"
             )
-        return target, synced
+        return self._head_ref, None
 
-    def _stored_messages(self, obj: Any) -> StoredMessages | None:
-        sync = self._sync_of(obj) if self._weakrefable(obj) else self._head_sync
-        return sync.messages if sync is not None else None
-
-    def _message_base(self, obj: Any, adapter: Any, snapshot: Snapshot) -> MessageBase | None:
-        previous = self._stored_messages(obj)
+    def _message_base(self, sync: _Sync | None, adapter: Any, obj: Any) -> MessageBase | None:
+        previous = sync.messages if sync is not None else None
         hint = getattr(adapter, "unchanged_prefix", None)
         if previous is None or not callable(hint):
             return None
         keep = hint(obj)
         if keep is None:
             return None
-        return MessageBase(previous, min(int(keep), previous.length, len(snapshot.messages)))
+        return MessageBase(previous, int(keep))
 
     def commit(
         self,
@@ -347,142 +388,209 @@ class Repo:
         author: str | None = None,
         branch: str | None = None,
         timestamp: datetime | None = None,
+        on_conflict: OnConflict = "raise",
     ) -> Commit:
         """Commit the live object's current state to its branch; return the new commit.
 
-        New objects are written first and the branch moves with one compare-and-swap, so a
-        failure (a value the serializer rejects, a crash, a concurrent writer) leaves the branch
+        The new commit's parent is the commit the object was last synced with (checked out or
+        committed by this handle); an object never synced commits on the branch tip. If the
+        branch has moved past the synced commit (another handle or process committed), this
+        raises :class:`RefConflict` naming both commits and writes nothing, or, with
+        ``on_conflict="merge"``, merges three-way like :meth:`merge` (a
+        :class:`MergeConflict` when both sides changed the same key or both appended
+        messages), loads the merged state into ``obj`` and returns the merge commit.
+        New objects and the ref move land in one transaction: a failure leaves the branch
         where it was.
         """
+        fields = _CommitFields.check(self, message, author, timestamp, metadata)
+        if branch is not None:
+            _check_str(branch, "branch")
+        if on_conflict not in ("raise", "merge"):
+            raise TypeError(f"on_conflict must be 'raise' or 'merge', got {on_conflict!r}")
         adapter = adapter_for(obj)
         with self._lock, acting_for(self):
             snapshot = adapter.capture(obj)
-            head = self.store.get_symbolic(HEAD)
-            ref, synced = self._target(obj, branch, head)
-            written = self._write(obj, adapter, snapshot)
-            # The branch head this process last saw is usually still current; if another
-            # writer moved it, the compare-and-swap says so and we re-read and retry once.
-            parent = self._heads[ref] if ref in self._heads else self.store.get_ref(ref)
-            for attempt in (1, 2):
-                parents = (parent,) if parent is not None else ((synced,) if synced else ())
+            ref, sync = self._target(obj, branch)
+            skip = transient_keys(obj)
+            base = self._message_base(sync, adapter, obj)
+            previous = sync.messages if sync is not None else None
+            for _attempt in range(_MAX_ATTEMPTS):
+                synced = sync.commit if sync is not None else None
+                if synced is not None:
+                    # The object's state grew from ``synced``: that is its parent, and the
+                    # branch must still be there (or not exist yet, for a new branch).
+                    same_branch = sync is not None and sync.branch == ref
+                    expected: ObjectId | None = synced
+                    if not same_branch and self.store.get_ref(ref) is None:
+                        expected = None
+                    parents: tuple[ObjectId, ...] = (synced,)
+                else:
+                    expected = self.store.get_ref(ref)
+                    parents = (expected,) if expected is not None else ()
+                written = self._encode(snapshot, base, previous, skip)
+                commit_id, encoded = fields.encode(written.snapshot_id, parents)
+                objects = {**written.objects, commit_id: encoded}
                 try:
-                    commit_id = self._commit_objects(
-                        written.snapshot_id,
-                        parents,
-                        written.objects,
-                        message,
-                        author=author,
-                        timestamp=timestamp,
-                        metadata=metadata,
-                        ref=ref,
-                        expected=parent,
-                        head=head,
+                    self._apply(
+                        [_ref_update(self, ref, commit_id, expected, fields.reflog_note(parents))],
+                        objects,
                     )
-                    break
-                except RefConflict:
-                    self._heads.pop(ref, None)
-                    if attempt == 2:
-                        raise
-                    parent = self.store.get_ref(ref)
-            self._heads[ref] = commit_id
-            sync = _Sync(ref, commit_id, written.messages)
-            self._after_commit(obj, ref, sync, head)
-            marker = getattr(adapter, "mark_synced", None)
-            if callable(marker):
-                marker(obj)
-            return _commit_from(commit_id, self._load_commit(commit_id))
+                except StaleCache:
+                    base = previous = None  # write every object again
+                    continue
+                except RefConflict as conflict:
+                    if synced is None and conflict.actual is not None:
+                        continue  # a fresh object commits on whatever the tip now is
+                    if on_conflict == "raise" or conflict.actual is None:
+                        raise _stale_writer(ref, synced, conflict) from None
+                    return self._commit_merging(
+                        obj,
+                        adapter,
+                        ref,
+                        sync,
+                        snapshot,
+                        written,
+                        fields,
+                        commit_id,
+                        encoded,
+                        from_hex(conflict.actual),
+                    )
+                self._after_write(obj, adapter, _Sync(ref, commit_id, written.messages))
+                return _commit_from(commit_id, self._load_commit(commit_id))
+            raise RefConflict(
+                ref, None, None, f"gave up after {_MAX_ATTEMPTS} attempts under heavy contention"
+            )
 
-    def _write(self, obj: Any, adapter: Any, snapshot: Snapshot) -> WrittenSnapshot:
+    def _encode(
+        self,
+        snapshot: Snapshot,
+        base: MessageBase | None,
+        previous: StoredMessages | None,
+        skip: frozenset[str],
+    ) -> WrittenSnapshot:
         # With an adapter's hint only new messages are encoded; without one everything is
         # encoded and then spliced onto the last conversation this object synced with, so the
         # tree work stays O(changed + log n) either way.
-        return write_snapshot(
-            self.db,
-            snapshot,
-            self.serializer,
-            base=self._message_base(obj, adapter, snapshot),
-            previous=self._stored_messages(obj),
-            exclude_state=transient_keys(obj),
+        if base is not None:
+            keep = min(base.keep, base.previous.length, len(snapshot.messages))
+            base = MessageBase(base.previous, keep)
+        written = write_snapshot(
+            self.db, snapshot, self.serializer, base=base, previous=previous, exclude_state=skip
+        )
+        return WrittenSnapshot(
+            written.snapshot_id, written.messages, self.db.unknown(written.objects)
         )
 
-    def _after_commit(self, obj: Any, ref: str, sync: _Sync, head: str | None) -> None:
-        # The object now follows the branch it committed to (``branch=`` re-attaches it).
-        if self._weakrefable(obj):
-            self._set_sync(obj, sync)
-        else:
-            self._head_sync = sync
-            if head != ref:
-                self.store.set_symbolic(HEAD, ref)
+    def _apply(self, updates: Sequence[RefUpdate], objects: Mapping[ObjectId, bytes]) -> None:
+        """Store objects and move refs in one transaction, valid for this handle's caches.
 
-    def _commit_objects(
+        Raises ``StaleCache`` (after dropping the caches) when another process collected
+        garbage since: the caller rebuilds its objects from scratch and tries again.
+        """
+        try:
+            self.store.update_refs(updates, objects, generation=self.db.generation)
+        except StaleCache as stale:
+            self.db.forget(stale.actual)
+            raise
+        self.db.mark_stored(objects)
+
+    def _after_write(self, obj: Any, adapter: Any, sync: _Sync) -> None:
+        self._set_sync(obj, sync)
+        marker = getattr(adapter, "mark_synced", None)
+        if callable(marker):
+            marker(obj)
+
+    def _commit_merging(
         self,
-        snapshot_id: ObjectId,
-        parents: Sequence[ObjectId],
-        objects: dict[ObjectId, bytes],
-        message: str,
-        *,
-        author: str | None,
-        timestamp: datetime | None,
-        metadata: Mapping[str, Any] | None,
-        ref: str | None,
-        expected: Expected = ANY,
-        reflog_message: str | None = None,
-        head: str | object | None = ANY,
-    ) -> ObjectId:
-        moment = timestamp or datetime.now(timezone.utc)
-        commit_object = CommitObject(
-            snapshot=snapshot_id,
-            parents=tuple(parents),
-            author=author or self.author,
-            timestamp_us=_to_us(moment),
-            message=message,
-            metadata=_check_metadata(metadata),
+        obj: Any,
+        adapter: Any,
+        ref: str,
+        sync: _Sync | None,
+        snapshot: Snapshot,
+        written: WrittenSnapshot,
+        fields: _CommitFields,
+        ours_id: ObjectId,
+        ours_encoded: bytes,
+        theirs: ObjectId,
+    ) -> Commit:
+        """Write our commit beside the branch and merge it into the branch tip (see commit)."""
+        from .merge import merge_snapshots
+
+        synced = sync.commit if sync is not None else None
+        ours = _as_stored(snapshot, self.serializer, transient_keys(obj))
+        base = self.show(to_hex(synced)) if synced is not None else None
+        ours_objects = {**written.objects, ours_id: ours_encoded}
+        for _attempt in range(_MAX_ATTEMPTS):
+            their_commit = self._load_commit(theirs)
+            theirs_snapshot = self._read(their_commit.snapshot).snapshot
+            merged = merge_snapshots(base, ours, theirs_snapshot).snapshot
+            merged_written = write_snapshot(self.db, merged, self.serializer)
+            merge_fields = fields.for_merge(ref, theirs, ours_id)
+            merge_id, merge_encoded = merge_fields.encode(
+                merged_written.snapshot_id, (theirs, ours_id)
+            )
+            objects = {
+                **ours_objects,
+                **self.db.unknown(merged_written.objects),
+                merge_id: merge_encoded,
+            }
+            note = f"commit (merge): merged {to_hex(ours_id)[:12]} into {to_hex(theirs)[:12]}"
+            try:
+                self._apply([_ref_update(self, ref, merge_id, theirs, note)], objects)
+            except StaleCache:
+                base_snapshot = self._encode(snapshot, None, None, transient_keys(obj))
+                ours_id, ours_encoded = fields.encode(
+                    base_snapshot.snapshot_id, (synced,) if synced else ()
+                )
+                ours_objects = {**base_snapshot.objects, ours_id: ours_encoded}
+                continue
+            except RefConflict as conflict:
+                if conflict.actual is None:
+                    raise _stale_writer(ref, synced, conflict) from None
+                theirs = from_hex(conflict.actual)
+                continue
+            adapter.restore(obj, self._read(merged_written.snapshot_id).snapshot)
+            read = self._read(merged_written.snapshot_id)
+            self._after_write(obj, adapter, _Sync(ref, merge_id, read.messages))
+            return _commit_from(merge_id, self._load_commit(merge_id))
+        raise RefConflict(
+            ref, None, None, f"gave up after {_MAX_ATTEMPTS} attempts under heavy contention"
         )
-        commit_id, encoded = encode_with_id(commit_object)
-        self.db.remember(commit_id, commit_object)
-        pending = self.db.unknown(objects)
-        pending[commit_id] = encoded
-        if ref is None:
-            self.store.put_many(pending)
-        else:
-            if head is ANY:
-                head = self.store.get_symbolic(HEAD)
-            log_also = [HEAD] if head == ref else []
-            first_line = message.splitlines()[0] if message else ""
-            note = reflog_message or (f"commit{' (initial)' if not parents else ''}: {first_line}")
-            self.store.update_refs([RefUpdate(ref, commit_id, expected, note, log_also)], pending)
-        self.db.mark_stored(pending)
-        return commit_id
 
     def checkout(self, obj: Any, rev: str) -> Commit:
-        """Restore the revision into the live object; a branch name attaches it to that branch."""
+        """Restore the revision into the live object.
+
+        A branch name, ``HEAD`` or ``@`` keeps the object attached to that branch (its next
+        commit moves it); any other revision detaches it. ``HEAD`` means the object's own
+        branch when this handle already tracks it, else the handle's ``HEAD``.
+        """
+        _check_str(rev, "rev")
         adapter = adapter_for(obj)
         with self._lock, acting_for(self):
+            sync = self._sync_of(obj)
+            own_head = sync.branch if sync is not None else self._head_ref
+            context = _Context(self, head=own_head if sync is not None else None)
             branch = self._branch_named(rev)
-            commit_id = self._resolve(rev)
+            if rev in (HEAD, "@"):
+                branch = own_head
+                if branch is not None and self.store.get_ref(branch) is None:
+                    raise UnknownRevision(
+                        f"branch {short_name(branch)!r} has no commits yet; commit first"
+                        + _other_branches_hint(self)
+                    )
+            commit_id = (
+                self.store.get_ref(branch) if branch is not None else resolve_revision(context, rev)
+            )
+            if commit_id is None:
+                raise UnknownRevision(f"revision {rev!r} names no commit")
             commit_object = self._load_commit(commit_id)
-            read = read_snapshot(self.db, commit_object.snapshot, self.serializer)
+            read = self._read(commit_object.snapshot)
             adapter.restore(obj, read.snapshot)
-            sync = _Sync(branch, commit_id, read.messages)
-            if self._weakrefable(obj):
-                self._set_sync(obj, sync)
-            else:
-                self._head_sync = sync
-                self._move_head(branch, commit_id, rev)
-            marker = getattr(adapter, "mark_synced", None)
-            if callable(marker):
-                marker(obj)
+            self._after_write(obj, adapter, _Sync(branch, commit_id, read.messages))
             return _commit_from(commit_id, commit_object)
 
-    def _move_head(self, branch: str | None, commit_id: ObjectId, rev: str) -> None:
-        current = self.store.get_symbolic(HEAD)
-        before = short_name(current) if current else to_hex(self.store.get_ref(HEAD) or b"")[:12]
-        if branch is not None:
-            self.store.set_symbolic(
-                HEAD, branch, message=f"checkout: moving from {before} to {rev}"
-            )
-        else:
-            self.store.set_ref(HEAD, commit_id, message=f"checkout: moving from {before} to {rev}")
+    def _read(self, snapshot_id: ObjectId) -> ReadSnapshot:
+        return read_snapshot(self.db, snapshot_id, self.serializer)
 
     def _branch_named(self, rev: str) -> str | None:
         """Return the full branch ref if ``rev`` is exactly an existing branch's name."""
@@ -496,7 +604,7 @@ class Repo:
         if self.store.get_ref(candidate) is None:
             return None
         if not rev.startswith(BRANCH_PREFIX) and self.store.get_ref(TAG_PREFIX + rev) is not None:
-            return None  # ambiguous: let resolve() raise AmbiguousRevision
+            return None  # a tag of the same name wins, as in git
         return candidate
 
     # --- reading ------------------------------------------------------------------
@@ -508,9 +616,7 @@ class Repo:
         return obj
 
     def _resolve(self, rev: str) -> ObjectId:
-        if not isinstance(rev, str):
-            raise InvalidRevision(f"a revision must be a string, got {type(rev).__name__}")
-        return resolve_revision(_Context(self), rev)
+        return resolve_revision(_Context(self), _check_str(rev, "rev"))
 
     def resolve(self, rev: str) -> str:
         """Return the full hex id of the commit ``rev`` names."""
@@ -529,14 +635,19 @@ class Repo:
     def log(
         self, rev: str = HEAD, *, limit: int | None = None, all_parents: bool = False
     ) -> Iterator[Commit]:
-        """Yield commits newest first: first parents only unless ``all_parents=True``."""
-        if rev == HEAD and self._head_value() is None:
-            return
-        start = self._resolve(rev)
-        yield from self._walk([start], limit=limit, all_parents=all_parents)
+        """Yield commits newest first: first parents only unless ``all_parents=True``.
+
+        ``HEAD`` on a branch with no commits yet yields nothing.
+        """
+        _check_str(rev, "rev")
+        _check_limit(limit)
+        if rev in (HEAD, "@") and self._head_value() is None:
+            return iter(())
+        return self._walk([self._resolve(rev)], limit=limit, all_parents=all_parents)
 
     def log_all(self, *, limit: int | None = None) -> Iterator[Commit]:
         """Yield every commit reachable from any branch or tag, newest first."""
+        _check_limit(limit)
         starts = list(set(self.store.list_refs("refs/").values()))
         head = self._head_value()
         if head is not None:
@@ -570,14 +681,16 @@ class Repo:
                     order += 1
 
     def _head_value(self) -> ObjectId | None:
-        target = self.store.get_symbolic(HEAD)
-        return self.store.get_ref(target) if target else self.store.get_ref(HEAD)
+        """The commit this handle's ``HEAD`` names (``None`` on an unborn branch)."""
+        if self._head_ref is not None:
+            return self.store.get_ref(self._head_ref)
+        return self._head_commit
 
     # --- refs -------------------------------------------------------------------
 
     def branch(self, name: str, start: str = HEAD, *, force: bool = False) -> Commit:
         """Create branch ``name`` at ``start`` (``force=True`` moves an existing one)."""
-        ref = branch_ref(name)
+        ref = branch_ref(_check_str(name, "name"))
         commit_id = self._resolve(start)
         current = self.store.get_ref(ref)
         if current is not None and not force:
@@ -585,10 +698,7 @@ class Repo:
                 f"branch {name!r} already exists at {to_hex(current)[:12]}; pass force=True to "
                 "move it or pick another name"
             )
-        self.store.set_ref(
-            ref, commit_id, expected=current, message=f"branch: created from {start}"
-        )
-        self._heads.clear()
+        self._move_ref(ref, commit_id, current, f"branch: created from {start}")
         return _commit_from(commit_id, self._load_commit(commit_id))
 
     def branches(self) -> dict[str, str]:
@@ -597,26 +707,26 @@ class Repo:
 
     def delete_branch(self, name: str) -> None:
         """Delete branch ``name`` (not the branch ``HEAD`` is on)."""
-        ref = branch_ref(name)
+        ref = branch_ref(_check_str(name, "name"))
         current = self.store.get_ref(ref)
         if current is None:
             raise RefNotFound(f"no branch named {name!r}; list branches with repo.branches()")
         if self.store.get_symbolic(HEAD) == ref:
             raise RepositoryError(
-                f"cannot delete branch {name!r}: HEAD is on it; check out another branch first"
+                f"cannot delete branch {name!r}: it is the repository's default branch; "
+                "switch to another branch first (repo.switch / `statevcs switch`)"
             )
-        self.store.set_ref(ref, None, expected=current, message="branch: deleted")
-        self._heads.clear()
+        self._move_ref(ref, None, current, "branch: deleted")
         self.store.delete_reflog(ref)
 
     def tag(self, name: str, rev: str = HEAD, *, force: bool = False) -> Commit:
         """Create tag ``name`` at ``rev``."""
-        ref = tag_ref(name)
+        ref = tag_ref(_check_str(name, "name"))
         commit_id = self._resolve(rev)
         current = self.store.get_ref(ref)
         if current is not None and not force:
             raise RefExists(f"tag {name!r} already exists; pass force=True to move it")
-        self.store.set_ref(ref, commit_id, expected=current, message=f"tag: {rev}")
+        self._move_ref(ref, commit_id, current, f"tag: {rev}")
         return _commit_from(commit_id, self._load_commit(commit_id))
 
     def tags(self) -> dict[str, str]:
@@ -625,25 +735,21 @@ class Repo:
 
     def delete_tag(self, name: str) -> None:
         """Delete tag ``name``."""
-        ref = tag_ref(name)
+        ref = tag_ref(_check_str(name, "name"))
         current = self.store.get_ref(ref)
         if current is None:
             raise RefNotFound(f"no tag named {name!r}; list tags with repo.tags()")
-        self.store.set_ref(ref, None, expected=current, message="tag: deleted")
+        self._move_ref(ref, None, current, "tag: deleted")
         self.store.delete_reflog(ref)
 
     def reset(self, branch: str, rev: str) -> Commit:
         """Move ``branch`` to ``rev`` (history after it stays reachable through the reflog)."""
-        ref = branch_ref(branch)
+        ref = branch_ref(_check_str(branch, "branch"))
         current = self.store.get_ref(ref)
         if current is None:
             raise RefNotFound(f"no branch named {branch!r}; create it with repo.branch(...)")
         commit_id = self._resolve(rev)
-        log_also = [HEAD] if self.store.get_symbolic(HEAD) == ref else []
-        self.store.set_ref(
-            ref, commit_id, expected=current, message=f"reset: moving to {rev}", log_also=log_also
-        )
-        self._heads.clear()
+        self._move_ref(ref, commit_id, current, f"reset: moving to {rev}")
         return _commit_from(commit_id, self._load_commit(commit_id))
 
     def refs(self) -> dict[str, str]:
@@ -659,20 +765,38 @@ class Repo:
         reflog_message: str = "",
     ) -> None:
         """Point full ref ``name`` at ``commit_id`` with compare-and-swap against ``expected``."""
+        _check_str(name, "name")
         if not name.startswith("refs/"):
-            raise RepositoryError(f"set_ref needs a full ref name such as refs/heads/{name}")
+            raise InvalidRefName(name, f"set_ref needs a full ref name such as refs/heads/{name}")
         check_ref_name(name)
-        target = from_hex(commit_id)
+        target = _parse_id(commit_id, "commit_id")
         self._load_commit(target)
         want: Expected = (
-            ANY if expected is ANY else (from_hex(expected) if isinstance(expected, str) else None)
+            expected if expected is ANY or expected is None else _parse_id(expected, "expected")
         )
-        log_also = [HEAD] if self.store.get_symbolic(HEAD) == name else []
-        self.store.set_ref(name, target, expected=want, message=reflog_message, log_also=log_also)
-        self._heads.clear()
+        check_text(reflog_message, "reflog_message")
+        self._move_ref(name, target, want, reflog_message)
+
+    def _move_ref(self, ref: str, new: ObjectId | None, expected: Expected, note: str) -> None:
+        """Move one ref with compare-and-swap, safe against another process's gc."""
+        update = _ref_update(self, ref, new, expected, note)
+        try:
+            self._apply([update], {})
+        except StaleCache:
+            # Objects were collected since this handle looked: make sure ``new`` is whole.
+            if new is not None:
+                problems: list[str] = []
+                mark_reachable(self.store, {new}, problems)
+                if problems:
+                    raise MissingObject(
+                        to_hex(new),
+                        f"it was garbage-collected by another process ({problems[0]})",
+                    ) from None
+            self._apply([update], {})
 
     def reflog(self, ref: str = HEAD) -> list[ReflogRecord]:
         """Return how ``ref`` (``HEAD``, a branch or a tag name) moved, newest first."""
+        _check_str(ref, "ref")
         full = ref
         if ref != HEAD and not ref.startswith("refs/"):
             full = branch_ref(ref)
@@ -700,6 +824,8 @@ class Repo:
             from .serializers import serializer_for
 
             serializer = serializer_for(state_codec, serializer)
+        if not isinstance(snapshot, Snapshot):
+            raise TypeError(f"snapshot must be a statevcs.Snapshot, got {type(snapshot).__name__}")
         written = write_snapshot(self.db, snapshot, serializer)
         pending = self.db.unknown(written.objects)
         self.store.put_many(pending)
@@ -708,11 +834,11 @@ class Repo:
 
     def read_snapshot(self, snapshot_id: str) -> Snapshot:
         """Read the snapshot with id ``snapshot_id``."""
-        return read_snapshot(self.db, from_hex(snapshot_id), self.serializer).snapshot
+        return self._read(_parse_id(snapshot_id, "snapshot_id")).snapshot
 
     def snapshot_codec(self, snapshot_id: str) -> str:
         """Return the name of the serializer a snapshot's state was written with."""
-        return load_snapshot_object(self.db, from_hex(snapshot_id)).state_codec
+        return load_snapshot_object(self.db, _parse_id(snapshot_id, "snapshot_id")).state_codec
 
     def write_commit(
         self,
@@ -725,29 +851,29 @@ class Repo:
         metadata: Mapping[str, Any] | None = None,
     ) -> Commit:
         """Store a commit object for an existing snapshot (no ref moves)."""
-        snap = from_hex(snapshot_id)
+        fields = _CommitFields.check(self, message, author, timestamp, metadata)
+        if isinstance(parents, (str, bytes)) or not isinstance(parents, Sequence):
+            raise TypeError(f"parents must be a list of commit ids, got {type(parents).__name__}")
+        snap = _parse_id(snapshot_id, "snapshot_id")
         load_snapshot_object(self.db, snap)
-        parent_ids = [from_hex(p) for p in parents]
+        parent_ids = [_parse_id(p, "parents") for p in parents]
         for parent in parent_ids:
             self._load_commit(parent)
-        commit_id = self._commit_objects(
-            snap,
-            parent_ids,
-            {},
-            message,
-            author=author,
-            timestamp=timestamp,
-            metadata=metadata,
-            ref=None,
-        )
+        commit_id, encoded = fields.encode(snap, parent_ids)
+        self.store.put_many({commit_id: encoded})
+        self.db.mark_stored([commit_id])
         return _commit_from(commit_id, self._load_commit(commit_id))
 
     def config_get(self, key: str) -> str | None:
         """Return a repository config value."""
+        _check_str(key, "key")
         return self.store.config_get(key)
 
     def config_set(self, key: str, value: str | None) -> None:
         """Set (``None`` deletes) a repository config value."""
+        check_text(key, "key")
+        if value is not None:
+            check_text(value, "value")
         self.store.config_set(key, value)
 
     # --- diff, merge, mirror ----------------------------------------------------
@@ -784,17 +910,27 @@ class Repo:
         """
         from .merge import merge
 
-        return merge(
-            self,
-            target_branch,
-            source_rev,
-            strategy=strategy,
-            message=message,
-            author=author,
-            fallback=fallback,
-            fast_forward=fast_forward,
-            timestamp=timestamp,
-        )
+        _check_str(target_branch, "target_branch")
+        _check_str(source_rev, "source_rev")
+        for attempt in range(2):
+            try:
+                return merge(
+                    self,
+                    target_branch,
+                    source_rev,
+                    strategy=strategy,
+                    message=message,
+                    author=author,
+                    fallback=fallback,
+                    fast_forward=fast_forward,
+                    timestamp=timestamp,
+                )
+            except StaleCache:
+                # Another process collected garbage while the merge was written; the caches
+                # are dropped, so the second attempt writes every object it needs.
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
 
     def export_git(
         self,
@@ -819,17 +955,29 @@ class Repo:
 
     def gc(
         self,
-        grace: timedelta = timedelta(weeks=2),
+        grace: timedelta | str = timedelta(weeks=2),
         *,
         dry_run: bool = False,
         progress: Callable[[str, int, int], None] | None = None,
+        expire_reflog: timedelta | str | None = None,
     ) -> GCReport:
         """Delete objects unreachable from every ref and reflog, older than ``grace``.
 
-        ``progress(phase, done, total)`` is called while marking and while sweeping.
+        ``grace`` and ``expire_reflog`` take a ``timedelta`` or a string like ``"2w"``,
+        ``"3d12h"`` or ``"0"``. ``expire_reflog`` first drops reflog entries older than that,
+        so history abandoned by ``reset`` or a deleted branch can be collected (git expires
+        unreachable reflog entries after 30 days). ``progress(phase, done, total)`` is called
+        while marking and while sweeping. Writers in other processes stay safe: see
+        docs/concepts.md.
         """
+        grace = as_duration(grace, "grace")
+        expire = None if expire_reflog is None else as_duration(expire_reflog, "expire_reflog")
+        if progress is not None and not callable(progress):
+            raise TypeError("progress must be callable")
         with self._lock:
-            report = collect_garbage(self.store, grace, dry_run=dry_run, progress=progress)
+            report = collect_garbage(
+                self.store, grace, dry_run=dry_run, progress=progress, expire_reflog=expire
+            )
             if report.deleted and not dry_run:
                 self.db.forget()
             return report
@@ -843,39 +991,197 @@ class Repo:
         return measure_repository(self.store, self.db)
 
 
-def _check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, Mapping):
-        raise StateVCSError("commit metadata must be a dict of JSON-compatible values")
-    import json
+OnConflict = Literal["raise", "merge"]
+"""What :meth:`Repo.commit` does when the branch moved past the object's synced commit."""
 
+_MAX_ATTEMPTS = 16
+
+
+def _weakrefable(obj: Any) -> bool:
     try:
-        json.dumps(metadata, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        from .errors import SerializationError
+        weakref.ref(obj)
+    except TypeError:
+        return False
+    return True
 
-        raise SerializationError(
-            f"commit metadata must be JSON-compatible ({exc}); convert values to str/int/float/"
-            "bool/list/dict",
-            "metadata",
-        ) from None
-    return dict(metadata)
+
+def _check_str(value: object, argument: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{argument} must be a str, got {type(value).__name__}")
+    return value
+
+
+def _check_durability(durability: object) -> None:
+    if durability not in ("normal", "full"):
+        raise TypeError(f"durability must be 'normal' or 'full', got {durability!r}")
+
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def _location(path: object) -> str:
+    """Return a repository location as text; refuse URL schemes this release cannot open."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        raise TypeError("path must be a text path, not bytes")
+    if text == MEMORY_URL:
+        return text
+    scheme = _SCHEME.match(text)
+    if scheme is not None:
+        raise RepositoryError(
+            f"unsupported repository URL scheme {scheme.group(1)!r} in {text!r}; this release "
+            "opens folder paths (SQLite) and memory:// (object storage is planned)"
+        )
+    if "\x00" in text:
+        raise RepositoryError("a repository path cannot contain a NUL character")
+    return text
+
+
+def _ref_update(
+    repo: Repo, ref: str, new: ObjectId | None, expected: Expected, note: str
+) -> RefUpdate:
+    # HEAD's reflog records the moves of the repository's default branch, as in git.
+    log_also = [HEAD] if repo.store.get_symbolic(HEAD) == ref else []
+    return RefUpdate(ref, new, expected, note, log_also)
+
+
+def _stale_writer(ref: str, synced: ObjectId | None, conflict: RefConflict) -> RefConflict:
+    branch = short_name(ref)
+    if conflict.actual is None:
+        hint = (
+            f"branch {branch!r} was deleted since this object synced with it; nothing was "
+            "written: commit with branch='another-name' to keep this state"
+        )
+    else:
+        hint = (
+            f"branch {branch!r} is at {conflict.actual[:12]}, but this object was last synced "
+            f"with {to_hex(synced)[:12] if synced else '(nothing)'}: another handle or process "
+            f"committed since. Nothing was written. Check out {branch!r} again and redo the "
+            "change, or commit with on_conflict='merge'"
+        )
+    return RefConflict(ref, to_hex(synced) if synced else None, conflict.actual, hint)
+
+
+def _other_branches_hint(repo: Repo) -> str:
+    others = repo.branches()
+    if not others:
+        return ""
+    return "; branches with commits: " + ", ".join(sorted(others))
+
+
+def _doc_roundtrip(value: Any) -> Any:
+    data = encode_doc(value)
+    doc = decode(hash_bytes(data), data, check_hash=False)
+    assert isinstance(doc, Doc)
+    return doc.value
+
+
+def _as_stored(snapshot: Snapshot, serializer: StateSerializer, skip: frozenset[str]) -> Snapshot:
+    """Return ``snapshot`` as it reads back from storage (for comparing it in a merge)."""
+    state = {
+        key: serializer.deserialize(serializer.serialize(value, key), key)
+        for key, value in snapshot.state.items()
+        if key not in skip
+    }
+    return Snapshot.model_construct(
+        kind=snapshot.kind,
+        messages=[_doc_roundtrip(m) for m in snapshot.messages],
+        state=state,
+        extras={str(k): _doc_roundtrip(v) for k, v in snapshot.extras.items()},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _CommitFields:
+    """A commit's checked message, author, timestamp and metadata, ready to encode."""
+
+    db: ObjectDB
+    message: str
+    author: str
+    timestamp_us: int
+    metadata: dict[str, Any]
+
+    @classmethod
+    def check(
+        cls,
+        repo: Repo,
+        message: object,
+        author: object,
+        timestamp: object,
+        metadata: object,
+    ) -> _CommitFields:
+        return cls(
+            repo.db,
+            check_text(message, "message"),
+            repo.author if author is None else check_text(author, "author"),
+            timestamp_us(datetime.now(timezone.utc) if timestamp is None else timestamp),
+            canonical_metadata(metadata),
+        )
+
+    def encode(self, snapshot_id: ObjectId, parents: Sequence[ObjectId]) -> tuple[ObjectId, bytes]:
+        commit_object = CommitObject(
+            snapshot=snapshot_id,
+            parents=tuple(parents),
+            author=self.author,
+            timestamp_us=self.timestamp_us,
+            message=self.message,
+            metadata=self.metadata,
+        )
+        commit_id, encoded = encode_with_id(commit_object)
+        self.db.remember(commit_id, commit_object)
+        return commit_id, encoded
+
+    def reflog_note(self, parents: Sequence[ObjectId]) -> str:
+        first_line = self.message.splitlines()[0] if self.message else ""
+        return f"commit{' (initial)' if not parents else ''}: {first_line}"
+
+    def for_merge(self, ref: str, theirs: ObjectId, ours: ObjectId) -> _CommitFields:
+        info = {"source": to_hex(ours), "target": to_hex(theirs), "on_conflict": "merge"}
+        return _CommitFields(
+            self.db,
+            f"Merge {to_hex(ours)[:12]} into {short_name(ref)}",
+            self.author,
+            self.timestamp_us,
+            canonical_metadata({"merge": info}),
+        )
+
+
+def _check_limit(limit: object) -> None:
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+        raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
+
+
+def _parse_id(text: object, argument: str) -> ObjectId:
+    """Parse a full 64-character hex id (``TypeError`` / ``InvalidRevision`` otherwise)."""
+    if not isinstance(text, str):
+        raise TypeError(f"{argument} must be a hex id string, got {type(text).__name__}")
+    if len(text) != 64 or not all(c in "0123456789abcdefABCDEF" for c in text):
+        shown = text[:80].encode("unicode_escape").decode("ascii")
+        raise InvalidRevision(
+            f"{argument} {shown!r} is not a full object id (64 hex characters); resolve a "
+            "revision first with repo.resolve(rev)"
+        )
+    return from_hex(text.lower())
 
 
 class _Context:
     """Adapts a :class:`Repo` to :class:`~statevcs.revisions.RevisionContext`."""
 
-    def __init__(self, repo: Repo) -> None:
+    def __init__(self, repo: Repo, *, head: str | None = None) -> None:
         self.repo = repo
+        self.head = head  # a live object's own branch, standing in for the handle's HEAD
 
     def ref_value(self, full_name: str) -> ObjectId | None:
         if full_name == HEAD:
+            if self.head is not None:
+                return self.repo.store.get_ref(self.head)
             return self.repo._head_value()
         return self.repo.store.get_ref(full_name)
 
     def head_target(self) -> str | None:
-        return self.repo.store.get_symbolic(HEAD)
+        return self.head if self.head is not None else self.repo._head_ref
 
     def reflog_values(self, full_name: str) -> list[ObjectId | None]:
         return [e.new for e in self.repo.store.reflog(full_name)]

@@ -23,7 +23,7 @@ def test_crash_between_objects_and_ref_leaves_repository_consistent(tmp_path: Pa
 
     original = repo.store.update_refs
 
-    def crash(updates: Any, objects: Any = None) -> None:
+    def crash(updates: Any, objects: Any = None, **_: Any) -> None:
         repo.store.put_many(objects or {})  # the objects land ...
         raise OSError("simulated crash before the ref moved")  # ... the ref does not
 

@@ -10,14 +10,18 @@ import statevcs
 from statevcs import Repo
 
 
-def _writer(folder: str, branch: str, count: int, retry: bool) -> None:
+def _writer(folder: str, branch: str, count: int, retry: bool, name: str) -> None:
     repo = Repo.open(folder)
-    state: dict[str, Any] = {"messages": [], "writer": branch}
+    state: dict[str, Any] = {"messages": []}
     for i in range(count):
-        state["messages"].append({"role": "user", "content": f"{branch} {i}"})
         while True:
+            # The documented retry: reload the branch, redo the change, commit again.
+            if repo.branches().get(branch):
+                repo.checkout(state, branch)
+            state["messages"].append({"role": "user", "content": f"{name} {i}"})
+            state[name] = i
             try:
-                repo.commit(state, message=f"{branch} {i}", branch=branch)
+                repo.commit(state, message=f"{name} {i}", branch=branch)
                 break
             except statevcs.RefConflict:
                 if not retry:
@@ -28,8 +32,8 @@ def _writer(folder: str, branch: str, count: int, retry: bool) -> None:
 def _run(folder: Path, jobs: list[tuple[str, int, bool]]) -> None:
     context = multiprocessing.get_context("spawn")
     processes = [
-        context.Process(target=_writer, args=(str(folder), branch, count, retry))
-        for branch, count, retry in jobs
+        context.Process(target=_writer, args=(str(folder), branch, count, retry, f"w{n}"))
+        for n, (branch, count, retry) in enumerate(jobs)
     ]
     for process in processes:
         process.start()
@@ -44,15 +48,20 @@ def test_processes_on_separate_branches(tmp_path: Path) -> None:
     with Repo.open(tmp_path / "repo") as repo:
         assert len(list(repo.log("alpha"))) == 25
         assert len(list(repo.log("beta"))) == 25
-        assert repo.show("alpha").messages[-1]["content"] == "alpha 24"
+        assert repo.show("alpha").messages[-1]["content"] == "w0 24"
         assert repo.fsck().ok
 
 
 def test_processes_on_one_branch_with_retry_keep_every_commit(tmp_path: Path) -> None:
     Repo.init(tmp_path / "repo").close()
-    _run(tmp_path / "repo", [("main", 20, True), ("main", 20, True)])
+    _run(tmp_path / "repo", [("main", 20, True)] * 4)
     with Repo.open(tmp_path / "repo") as repo:
         history = list(repo.log("main"))
-        assert len(history) == 40
-        assert len({c.id for c in history}) == 40
+        assert len(history) == 80
+        assert len({c.id for c in history}) == 80
+        tip = repo.show("main")
+        # Content at the tip, not only the count: every writer's every message survived.
+        contents = sorted(m["content"] for m in tip.messages)
+        assert contents == sorted(f"w{n} {i}" for n in range(4) for i in range(20))
+        assert tip.state == {f"w{n}": 19 for n in range(4)}
         assert repo.fsck().ok

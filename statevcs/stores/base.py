@@ -28,6 +28,9 @@ ANY: Final = _Any()
 
 Expected = ObjectId | None | _Any
 
+RefsState = tuple[object, ...]
+"""An opaque, comparable fingerprint of every ref and reflog (see :meth:`Store.refs_state`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ReflogEntry:
@@ -78,8 +81,27 @@ class Store(abc.ABC):
         """Return up to ``limit`` ids between ``low`` and ``high`` inclusive (hex-prefix lookup)."""
 
     @abc.abstractmethod
-    def delete_many(self, ids: Iterable[ObjectId]) -> int:
-        """Delete objects (garbage collection only); return how many were deleted."""
+    def delete_many(self, ids: Iterable[ObjectId], *, if_refs: RefsState | None = None) -> int:
+        """Delete objects (garbage collection only); return how many were deleted.
+
+        Atomically with the deletion the gc generation is bumped (see :meth:`generation`), and,
+        with ``if_refs`` given, nothing is deleted and
+        :class:`~statevcs.errors.RefsChanged` is raised when refs or reflogs moved since
+        :meth:`refs_state` returned it.
+        """
+
+    @abc.abstractmethod
+    def generation(self) -> int:
+        """Return the gc generation: a counter bumped by every deletion of objects.
+
+        Writers remember it with their cache of stored ids and pass it to :meth:`update_refs`,
+        which refuses the write if a collection happened since (the cache may name deleted
+        objects).
+        """
+
+    @abc.abstractmethod
+    def refs_state(self) -> RefsState:
+        """Return a value that changes whenever any ref, symbolic ref or reflog changes."""
 
     # --- refs -------------------------------------------------------------------
 
@@ -101,13 +123,19 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def update_refs(
-        self, updates: Sequence[RefUpdate], objects: Mapping[ObjectId, bytes] | None = None
+        self,
+        updates: Sequence[RefUpdate],
+        objects: Mapping[ObjectId, bytes] | None = None,
+        *,
+        generation: int | None = None,
     ) -> None:
         """Atomically store ``objects`` then apply every compare-and-swap, or none of them.
 
         Raises :class:`~statevcs.errors.RefConflict` (and changes no ref) when a ref's current
-        value differs from its ``expected``. Objects stored before a conflict may remain; they
-        are unreachable and removed by ``gc``. A ``new`` of ``None`` deletes the ref.
+        value differs from its ``expected``, and :class:`~statevcs.errors.StaleCache` (writing
+        nothing) when ``generation`` is given and differs from the store's gc generation.
+        Objects stored before a conflict may remain; they are unreachable and removed by
+        ``gc``. A ``new`` of ``None`` deletes the ref.
         """
 
     @abc.abstractmethod
@@ -117,6 +145,10 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def delete_reflog(self, name: str) -> None:
         """Forget the reflog of ``name`` (used when a branch is deleted)."""
+
+    @abc.abstractmethod
+    def expire_reflogs(self, older_than: float) -> int:
+        """Delete reflog entries written before Unix time ``older_than``; return how many."""
 
     # --- config -------------------------------------------------------------------
 
@@ -151,4 +183,4 @@ class Store(abc.ABC):
         return time.time()
 
 
-__all__ = ["ANY", "Expected", "RefUpdate", "ReflogEntry", "Store"]
+__all__ = ["ANY", "Expected", "RefUpdate", "ReflogEntry", "RefsState", "Store"]

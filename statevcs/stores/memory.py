@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from ..errors import RefConflict
+from ..errors import RefConflict, RefsChanged, StaleCache
 from ..hashing import ObjectId
-from .base import ANY, ReflogEntry, RefUpdate, Store
+from .base import ANY, ReflogEntry, RefsState, RefUpdate, Store
 
 
 def _hex(value: ObjectId | None) -> str | None:
@@ -24,6 +24,8 @@ class MemoryStore(Store):
         self._symbolic: dict[str, str] = {}
         self._reflogs: dict[str, list[ReflogEntry]] = {}
         self._config: dict[str, str] = {}
+        self._generation = 0
+        self._ref_changes = 0  # bumped by every change of a ref, symbolic ref or reflog
         self._lock = threading.RLock()
 
     def get_many(self, ids: Iterable[ObjectId]) -> dict[ObjectId, bytes]:
@@ -65,14 +67,25 @@ class MemoryStore(Store):
             found = sorted(i for i in self._objects if low <= i <= high)
         return found[:limit]
 
-    def delete_many(self, ids: Iterable[ObjectId]) -> int:
-        """Delete objects; return how many existed."""
+    def delete_many(self, ids: Iterable[ObjectId], *, if_refs: RefsState | None = None) -> int:
+        """Delete objects and bump the gc generation; return how many existed."""
         deleted = 0
         with self._lock:
+            if if_refs is not None and self.refs_state() != if_refs:
+                raise RefsChanged("refs moved while garbage collection was marking")
+            self._generation += 1
             for object_id in ids:
                 if self._objects.pop(object_id, None) is not None:
                     deleted += 1
         return deleted
+
+    def generation(self) -> int:
+        """Return the gc generation."""
+        return self._generation
+
+    def refs_state(self) -> RefsState:
+        """Return a fingerprint of every ref and reflog."""
+        return (self._ref_changes,)
 
     def get_ref(self, name: str) -> ObjectId | None:
         """Return the id ``name`` points to, or ``None``."""
@@ -94,15 +107,22 @@ class MemoryStore(Store):
             old = self._refs.get(current) if current is not None else self._refs.get(name)
             self._symbolic[name] = target
             self._refs.pop(name, None)
+            self._ref_changes += 1
             if message:
                 entry = ReflogEntry(old, self._refs.get(target), self.now(), message)
                 self._reflogs.setdefault(name, []).append(entry)
 
     def update_refs(
-        self, updates: Sequence[RefUpdate], objects: Mapping[ObjectId, bytes] | None = None
+        self,
+        updates: Sequence[RefUpdate],
+        objects: Mapping[ObjectId, bytes] | None = None,
+        *,
+        generation: int | None = None,
     ) -> None:
         """Store objects, then apply all compare-and-swaps atomically."""
         with self._lock:
+            if generation is not None and generation != self._generation:
+                raise StaleCache(generation, self._generation)
             if objects:
                 self.put_many(objects)
             for update in updates:
@@ -111,6 +131,7 @@ class MemoryStore(Store):
                     expected = update.expected if isinstance(update.expected, bytes) else None
                     raise RefConflict(update.name, _hex(expected), _hex(current))
             now = self.now()
+            self._ref_changes += 1
             for update in updates:
                 old = self._refs.get(update.name)
                 if update.new is None:
@@ -131,6 +152,19 @@ class MemoryStore(Store):
         """Forget the reflog of ``name``."""
         with self._lock:
             self._reflogs.pop(name, None)
+            self._ref_changes += 1
+
+    def expire_reflogs(self, older_than: float) -> int:
+        """Delete reflog entries older than ``older_than``."""
+        removed = 0
+        with self._lock:
+            for name, entries in list(self._reflogs.items()):
+                kept = [e for e in entries if e.timestamp >= older_than]
+                removed += len(entries) - len(kept)
+                self._reflogs[name] = kept
+            if removed:
+                self._ref_changes += 1
+        return removed
 
     def config_get(self, key: str) -> str | None:
         """Return a config value, or ``None``."""

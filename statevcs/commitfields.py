@@ -1,0 +1,153 @@
+"""Validation of the fields a caller gives a commit: message, author, timestamp, metadata.
+
+Everything is checked before any object is written, so bad input never leaves a half-written
+commit or a moved ref, and what is stored always reads back (and exports to git) unchanged.
+Metadata is copied into a canonical form (sorted keys, lists for tuples), so later changes to the
+caller's dict cannot reach the stored commit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from .errors import SerializationError
+
+MAX_METADATA_DEPTH = 64
+"""How deeply metadata may nest (dicts and lists inside each other)."""
+
+MAX_TEXT_BYTES = 1024 * 1024
+"""Upper bound on a commit message or author, in UTF-8 bytes."""
+
+_INT_MIN = -(2**63)
+_INT_MAX = 2**64 - 1
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def check_text(value: object, argument: str, *, limit: int = MAX_TEXT_BYTES) -> str:
+    """Return ``value`` if it is a storable string; else ``TypeError`` or ``SerializationError``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{argument} must be a str, got {type(value).__name__}")
+    _check_encodable(value, argument)
+    if len(value) > limit or len(value.encode("utf-8")) > limit:
+        raise SerializationError(
+            f"{argument} is longer than {limit} bytes; store large text in the snapshot instead",
+            argument,
+        )
+    return value
+
+
+def _check_encodable(value: str, where: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SerializationError(
+            f"{where} holds a character that is not valid Unicode text (a lone surrogate); "
+            "decode the text with errors='replace' before committing",
+            where,
+        ) from None
+
+
+def timestamp_us(moment: object) -> int:
+    """Return a timezone-aware datetime as microseconds since the Unix epoch (UTC)."""
+    if not isinstance(moment, datetime):
+        raise TypeError(f"timestamp must be a datetime, got {type(moment).__name__}")
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise SerializationError(
+            "commit timestamps must be timezone-aware; pass datetime.now(timezone.utc)",
+            "timestamp",
+        )
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def canonical_metadata(metadata: object) -> dict[str, Any]:
+    """Return a canonical deep copy of commit metadata, or raise ``SerializationError``.
+
+    Allowed: dicts with string keys, lists and tuples, strings, booleans, ``None``, integers
+    that fit in 64 bits and finite floats, nested at most :data:`MAX_METADATA_DEPTH` deep.
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}")
+    result: dict[str, Any] = {}
+    # An explicit stack instead of recursion: hostile nesting must not exhaust Python's stack.
+    stack: list[tuple[object, str, int, Any, Any]] = [(metadata, "metadata", 0, None, None)]
+    root: Any = None
+    while stack:
+        value, path, depth, parent, slot = stack.pop()
+        if depth > MAX_METADATA_DEPTH:
+            raise SerializationError(
+                f"{path}: metadata nests deeper than {MAX_METADATA_DEPTH} levels; flatten it",
+                path,
+            )
+        copied: Any
+        if isinstance(value, Mapping):
+            copied = {}
+            for key in sorted(_keys(value, path)):
+                copied[key] = None
+                stack.append((value[key], f"{path}[{key!r}]", depth + 1, copied, key))
+        elif isinstance(value, (list, tuple)):
+            copied = [None] * len(value)
+            for index, item in enumerate(value):
+                stack.append((item, f"{path}[{index}]", depth + 1, copied, index))
+        else:
+            copied = _scalar(value, path)
+        if parent is None:
+            root = copied
+        else:
+            parent[slot] = copied
+    assert isinstance(root, dict)
+    result = root
+    return result
+
+
+def _keys(mapping: Mapping[Any, Any], path: str) -> list[str]:
+    keys = list(mapping)
+    for key in keys:
+        if not isinstance(key, str):
+            raise SerializationError(
+                f"{path}: metadata keys must be strings, found {type(key).__name__} {key!r}; "
+                "convert keys with str()",
+                path,
+            )
+        _check_encodable(key, f"{path} key")
+    return keys
+
+
+def _scalar(value: object, path: str) -> object:
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if not _INT_MIN <= value <= _INT_MAX:
+            raise SerializationError(
+                f"{path}: the integer {value} does not fit in 64 bits; store it as a string",
+                path,
+            )
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise SerializationError(
+                f"{path}: {value} is not a finite number; store it as a string or None", path
+            )
+        return float(value)
+    if isinstance(value, str):
+        _check_encodable(value, path)
+        return str(value)
+    raise SerializationError(
+        f"{path}: a {type(value).__name__} is not JSON-compatible; commit metadata may hold "
+        "dicts, lists, str, int, float, bool and None",
+        path,
+    )
+
+
+__all__ = [
+    "MAX_METADATA_DEPTH",
+    "MAX_TEXT_BYTES",
+    "canonical_metadata",
+    "check_text",
+    "timestamp_us",
+]
