@@ -858,11 +858,16 @@ def export_git(
             # when its checked-out branch stays put: it is theirs, not a mirror's.
             changes = _worktree_changes(git, mirror_paths_only=mirror)
             if changes:
+                advice = (
+                    "Commit them with git (then `statevcs import-git` brings them in) or discard "
+                    "them, and export again; or export into a bare mirror (a folder named *.git)"
+                    if mirror
+                    else "Export into a new folder instead"
+                )
                 raise GitMirrorError(
                     f"the working tree of {path} has local changes ({_listing(changes)}), which "
-                    "an export would overwrite, so nothing was exported (not even with force). "
-                    "Commit them with git (and `statevcs import-git` them) or discard them, then "
-                    "export again; or export into a bare mirror (a folder named *.git)"
+                    f"an export would overwrite, so nothing was exported (not even with force). "
+                    f"{advice}"
                 )
 
         todo = _to_write(repo, dict.fromkeys(wanted.values()), done)
