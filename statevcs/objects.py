@@ -15,7 +15,7 @@ from typing import Any
 
 import msgpack
 
-from .errors import CorruptObject
+from .errors import CorruptObject, SerializationError
 from .hashing import ID_SIZE, ObjectId, hash_bytes, to_hex
 
 KIND_BLOB = "blob"
@@ -27,6 +27,9 @@ KIND_SNAPSHOT = "snapshot"
 KIND_COMMIT = "commit"
 
 SNAPSHOT_FORMAT = 1
+
+MAX_DEPTH = 512
+"""How deeply :func:`canonical` nests dicts and lists (msgpack reads about 1,000 levels back)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,12 +130,38 @@ _packb: Callable[[Any], bytes] = msgpack.Packer(use_bin_type=True, autoreset=Tru
 
 
 def canonical(value: Any) -> Any:
-    """Return ``value`` with every mapping's keys sorted, for canonical encoding."""
-    if isinstance(value, dict):
-        return {k: canonical(value[k]) for k in sorted(value, key=_sort_key)}
-    if isinstance(value, (list, tuple)):
-        return [canonical(v) for v in value]
-    return value
+    """Return ``value`` with every mapping's keys sorted, for canonical encoding.
+
+    Tuples become lists. Raises ``SerializationError`` for nesting deeper than
+    :data:`MAX_DEPTH` (or a container that contains itself) instead of exhausting the stack.
+    """
+    if not isinstance(value, (dict, list, tuple)):
+        return value
+    root: list[Any] = [None]
+    # An explicit stack: each task copies one container into ``parent[slot]``.
+    stack: list[tuple[Any, Any, Any, int]] = [(value, root, 0, 1)]
+    while stack:
+        item, parent, slot, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise SerializationError(
+                f"a value is nested deeper than {MAX_DEPTH} levels (or contains itself); "
+                "flatten it before storing it"
+            )
+        copied: Any
+        if isinstance(item, dict):
+            copied = {}
+            for key in sorted(item, key=_sort_key):
+                child = item[key]
+                copied[key] = child
+                if isinstance(child, (dict, list, tuple)):
+                    stack.append((child, copied, key, depth + 1))
+        else:
+            copied = list(item)
+            for index, child in enumerate(copied):
+                if isinstance(child, (dict, list, tuple)):
+                    stack.append((child, copied, index, depth + 1))
+        parent[slot] = copied
+    return root[0]
 
 
 def _sort_key(key: Any) -> tuple[str, str]:
@@ -145,7 +174,24 @@ def encode_doc(value: Any) -> bytes:
 
 
 def encode(obj: StoredObject) -> bytes:
-    """Return the canonical encoding of ``obj``."""
+    """Return the canonical encoding of ``obj``.
+
+    Raises ``SerializationError`` when a value inside it can't be stored (an int outside
+    64 bits, text with a lone surrogate, nesting too deep, a type msgpack lacks) and
+    ``TypeError`` when ``obj`` is not a statevcs object.
+    """
+    try:
+        return _encode(obj)
+    except (OverflowError, ValueError, TypeError) as exc:
+        if type(obj) not in _KIND_NAMES:
+            raise
+        raise SerializationError(
+            f"a {kind_of(obj)} object cannot be stored: {exc}; keep documents and metadata to "
+            "JSON types and bytes, with integers in -2**63..2**64-1 and valid Unicode text"
+        ) from None
+
+
+def _encode(obj: StoredObject) -> bytes:
     if isinstance(obj, ListNode):
         return _packb([KIND_LIST, obj.level, list(obj.ids), list(obj.counts)])
     if isinstance(obj, Doc):
@@ -197,11 +243,17 @@ def verify(object_id: ObjectId, data: bytes) -> None:
 
 
 def decode(object_id: ObjectId, data: bytes, *, check_hash: bool = True) -> StoredObject:
-    """Decode stored bytes into an object, validating hash, kind and shape."""
+    """Decode stored bytes into an object, validating hash, kind and shape.
+
+    Any bytes give an object or ``CorruptObject``: unpackb bounds every length field by
+    ``len(data)`` (msgpack >= 1.0) and nesting by its fixed C stack, without recursion.
+    """
     if check_hash:
         verify(object_id, data)
     try:
         raw = msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True)
+    except msgpack.StackError:
+        raise CorruptObject(to_hex(object_id), "its msgpack is nested too deeply") from None
     except Exception as exc:  # msgpack raises several unrelated exception types
         raise CorruptObject(to_hex(object_id), f"not valid msgpack ({exc})") from None
     try:
@@ -277,9 +329,9 @@ def _from_raw(raw: Any) -> StoredObject:
     if kind == KIND_LIST:
         _expect(raw, 4, kind)
         level, ids, counts = raw[1], _ids(raw[2], "list entries"), raw[3]
-        if not isinstance(level, int) or level < 0:
+        if type(level) is not int or level < 0:
             raise ValueError("list level must be a non-negative integer")
-        if not isinstance(counts, list) or not all(isinstance(c, int) and c > 0 for c in counts):
+        if not isinstance(counts, list) or not all(type(c) is int and c > 0 for c in counts):
             raise ValueError("list counts must be positive integers")
         if (level == 0 and counts) or (level > 0 and len(counts) != len(ids)):
             raise ValueError("list counts do not match its entries")
@@ -294,7 +346,7 @@ def _from_raw(raw: Any) -> StoredObject:
         return _map_node(raw[1], raw[2])
     if kind == KIND_CHUNKED:
         _expect(raw, 3, kind)
-        if not isinstance(raw[1], int) or raw[1] < 0:
+        if type(raw[1]) is not int or raw[1] < 0:
             raise ValueError("chunked size must be a non-negative integer")
         return Chunked(raw[1], _ids(raw[2], "chunks"))
     if kind == KIND_SNAPSHOT:
@@ -318,7 +370,7 @@ def _from_raw(raw: Any) -> StoredObject:
         author, ts, message, metadata = raw[3], raw[4], raw[5], raw[6]
         if not isinstance(author, str) or not isinstance(message, str):
             raise ValueError("commit author and message must be strings")
-        if not isinstance(ts, int):
+        if type(ts) is not int:
             raise ValueError("commit timestamp must be an integer")
         if not isinstance(metadata, dict):
             raise ValueError("commit metadata must be a map")
@@ -348,14 +400,17 @@ def children(obj: StoredObject) -> Sequence[ObjectId]:
     return ()
 
 
+_KIND_NAMES: dict[type, str] = {
+    Blob: KIND_BLOB,
+    Doc: KIND_DOC,
+    Chunked: KIND_CHUNKED,
+    ListNode: KIND_LIST,
+    MapNode: KIND_MAP,
+    SnapshotObject: KIND_SNAPSHOT,
+    CommitObject: KIND_COMMIT,
+}
+
+
 def kind_of(obj: StoredObject) -> str:
     """Return the kind name of ``obj`` (``"commit"``, ``"list"``, ...)."""
-    return {
-        Blob: KIND_BLOB,
-        Doc: KIND_DOC,
-        Chunked: KIND_CHUNKED,
-        ListNode: KIND_LIST,
-        MapNode: KIND_MAP,
-        SnapshotObject: KIND_SNAPSHOT,
-        CommitObject: KIND_COMMIT,
-    }[type(obj)]
+    return _KIND_NAMES[type(obj)]

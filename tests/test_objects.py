@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from statevcs.errors import CorruptObject
+from statevcs.errors import CorruptObject, SerializationError
 from statevcs.hashing import ID_SIZE, hash_bytes, to_hex
 from statevcs.objects import (
+    MAX_DEPTH,
     SNAPSHOT_FORMAT,
     Blob,
     Chunked,
@@ -325,3 +326,147 @@ def test_unsorted_or_duplicate_map_keys_are_corrupt(keys: list[str]) -> None:
 )
 def test_invalid_field_values_are_corrupt(raw: list[Any], fragment: str) -> None:
     assert fragment in corrupt_reason(raw)
+
+
+# --- bounded encoding and decoding -------------------------------------------------------
+
+
+def nested_lists(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def commit_with(metadata: dict[str, Any]) -> CommitObject:
+    return CommitObject(fake(1), (), "a", 0, "m", metadata)
+
+
+def test_metadata_nested_10000_deep_is_a_serialization_error() -> None:
+    with pytest.raises(SerializationError, match="nested deeper than 512 levels"):
+        encode(commit_with({"deep": nested_lists(10_000)}))
+
+
+def test_metadata_containing_itself_is_a_serialization_error() -> None:
+    looped: dict[str, Any] = {}
+    looped["self"] = looped
+    with pytest.raises(SerializationError, match="contains itself"):
+        encode(commit_with(looped))
+
+
+def test_metadata_at_the_depth_limit_round_trips() -> None:
+    commit = commit_with({"deep": nested_lists(MAX_DEPTH - 2)})
+    assert round_trip(commit) == commit
+
+
+@pytest.mark.parametrize("number", [2**64, -(2**63) - 1, 10**100])
+def test_ints_outside_64_bits_are_a_serialization_error(number: int) -> None:
+    for obj in (commit_with({"n": [number]}), Doc({"n": number})):
+        with pytest.raises(SerializationError, match="cannot be stored"):
+            encode(obj)
+
+
+def test_lone_surrogates_and_unknown_types_are_a_serialization_error() -> None:
+    for obj in (commit_with({"k": "\ud800"}), Doc({"v": {1, 2}}), Doc(object())):
+        with pytest.raises(SerializationError, match="cannot be stored"):
+            encode(obj)
+
+
+def test_a_failed_encode_does_not_spoil_the_next_one() -> None:
+    with pytest.raises(SerializationError):
+        encode(Doc([1, 2, 2**64]))
+    assert encode(Doc([1])) == msgpack.packb(["doc", [1]])
+
+
+def recursive_canonical(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: recursive_canonical(value[k])
+            for k in sorted(value, key=lambda k: (type(k).__name__, str(k)))
+        }
+    if isinstance(value, (list, tuple)):
+        return [recursive_canonical(v) for v in value]
+    return value
+
+
+@settings(max_examples=200)
+@given(
+    st.recursive(
+        json_scalars,
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.lists(inner, max_size=3).map(tuple)
+            | st.dictionaries(st.text(max_size=4) | st.integers(-3, 3), inner, max_size=4)
+        ),
+        max_leaves=20,
+    )
+)
+def test_canonical_sorts_every_mapping_and_keeps_everything_else(value: Any) -> None:
+    got = canonical(value)
+    assert got == recursive_canonical(value)
+    assert repr(got) == repr(recursive_canonical(value))  # key order too
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        ["list", True, [fake(1)], [1]],
+        ["list", 1, [fake(1)], [True]],
+        ["chunked", False, []],
+        raw_of(COMMIT, p4=True),
+    ],
+)
+def test_booleans_are_not_integers_in_structural_fields(raw: list[Any]) -> None:
+    corrupt_reason(raw)
+
+
+def test_payloads_nested_past_msgpacks_stack_are_corrupt() -> None:
+    data = b"\x92\xa3doc" + b"\x91" * 5000 + b"\xc0"
+    assert "nested too deeply" in corrupt_reason_of_bytes(data)
+
+
+def corrupt_reason_of_bytes(data: bytes) -> str:
+    with pytest.raises(CorruptObject) as info:
+        decode(hash_bytes(data), data)
+    return info.value.reason
+
+
+_kinds = st.sampled_from(["blob", "doc", "chunked", "list", "map", "snapshot", "commit", "x"])
+_hostile_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats()
+    | st.text(max_size=6)
+    | st.binary(max_size=40)
+    | ids,
+    lambda inner: (
+        st.lists(inner, max_size=5)
+        | st.dictionaries(st.text(max_size=4) | st.integers(-3, 3), inner, max_size=3)
+        | st.builds(msgpack.ExtType, st.integers(0, 127), st.binary(max_size=8))
+    ),
+    max_leaves=16,
+)
+_hostile_objects = (
+    st.builds(
+        lambda kind, fields: [kind, *fields], _kinds, st.lists(_hostile_values, max_size=8)
+    ).map(lambda raw: bytes(msgpack.packb(raw, use_bin_type=True)))
+    | _hostile_values.map(lambda raw: bytes(msgpack.packb(raw, use_bin_type=True)))
+    | st.binary(max_size=80)
+    | st.builds(lambda depth: b"\x92\xa3doc" + b"\x91" * depth + b"\xc0", st.integers(0, 3000))
+)
+
+
+@settings(max_examples=500)
+@given(_hostile_objects)
+def test_hostile_bytes_decode_to_an_object_or_raise_corrupt_object(data: bytes) -> None:
+    object_id = hash_bytes(data)
+    try:
+        obj = decode(object_id, data)
+    except CorruptObject as exc:
+        assert exc.object_id == to_hex(object_id)
+        return
+    assert kind_of(obj) in {"blob", "doc", "chunked", "list", "map", "snapshot", "commit"}
+    children(obj)
+    with pytest.raises(CorruptObject):
+        decode(hash_bytes(b"other" + data), data)
