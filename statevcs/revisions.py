@@ -30,7 +30,7 @@ from typing import Protocol
 
 from .errors import AmbiguousRevision, InvalidRefName, InvalidRevision, UnknownRevision
 from .hashing import HEX_SIZE, MIN_PREFIX, ObjectId, from_hex, prefix_range
-from .refs import HEAD, check_ref_name
+from .refs import HEAD, MAX_REF_NAME_LENGTH, check_ref_name
 
 MAX_REVISION_LENGTH = 4096
 """The longest revision expression accepted, in characters."""
@@ -208,12 +208,16 @@ def _is_ref_name(full: str) -> bool:
 
 
 def _expansions(name: str) -> list[str]:
-    """The full ref names ``name`` may stand for, in lookup order (names that cannot be refs
-    are left out, so junk costs no lookup)."""
+    """The full ref names ``name`` may stand for, in lookup order (none when ``name`` cannot be
+    part of a ref name, so junk costs no lookup)."""
+    # Prefixing valid components keeps a name valid, so checking ``name`` once is enough (the
+    # parser has already turned the one exception, a bare "@", into HEAD).
+    if not _is_ref_name(name):
+        return []
     # $GIT_DIR/<name> holds only HEAD and the refs/ tree in a statevcs repository.
     first = [name] if name == HEAD or name.startswith("refs/") else []
     candidates = [*first, *(rule.format(name) for rule in REF_LOOKUP_RULES[1:])]
-    return [full for full in dict.fromkeys(candidates) if full == HEAD or _is_ref_name(full)]
+    return [full for full in candidates if len(full) <= MAX_REF_NAME_LENGTH]
 
 
 def _matches(ctx: RevisionContext, name: str) -> list[tuple[str, ObjectId]]:
@@ -256,6 +260,9 @@ def _is_hex_prefix(base: str) -> bool:
 
 
 def _prefix_commits(ctx: RevisionContext, base: str) -> list[ObjectId]:
+    if len(base) == HEX_SIZE:
+        full_id = from_hex(base.lower())
+        return ctx.commits_with_prefix(full_id, full_id)
     low, high = prefix_range(base)
     return ctx.commits_with_prefix(low, high)
 
@@ -285,8 +292,14 @@ def reflog_ref(ctx: RevisionContext, name: str) -> str:
         raise UnknownRevision(
             f"no branch or tag named {_shown(name)}; list branches with `statevcs branch`"
         )
-    if len(found) > 1:
-        _warn(_ambiguity(name, found))
+    # git also warns when the name is a commit's hash (prefix): ``abcd1234@{1}`` reads the ref.
+    hex_also = (
+        MIN_PREFIX <= len(name) <= HEX_SIZE
+        and _HEX.match(name) is not None
+        and bool(_prefix_commits(ctx, name))
+    )
+    if len(found) > 1 or hex_also:
+        _warn(_ambiguity(name, found, hex_also))
     return found[0]
 
 
