@@ -13,6 +13,7 @@
 
 from .adapters import Adapter, register_adapter, transient, transient_clear, transient_keys
 from .diff import MessageChange, MessagesDiff, SnapshotDiff, ValueChange
+from .durations import InvalidDuration
 from .errors import (
     AmbiguousRevision,
     CorruptObject,
@@ -27,10 +28,10 @@ from .errors import (
     RefError,
     RefExists,
     RefNotFound,
+    RefsChanged,
     RepositoryError,
     RepositoryExists,
     RepositoryNotFound,
-    RefsChanged,
     RevisionError,
     SerializationError,
     StaleCache,
@@ -40,7 +41,6 @@ from .errors import (
     UnsupportedObject,
     UntrustedPayload,
 )
-from .durations import InvalidDuration
 from .gc import FsckReport, GCReport, RepoStats
 from .repo import Commit, OnConflict, ReflogRecord, Repo
 from .revisions import AmbiguousRefWarning

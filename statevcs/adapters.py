@@ -21,6 +21,7 @@ from .snapshot import Snapshot
 
 MESSAGES_KEY = "messages"
 _NO_MESSAGES = "statevcs.no_messages_key"
+_NULL_MESSAGES = "statevcs.messages_null"
 
 
 @runtime_checkable
@@ -172,8 +173,8 @@ class DictAdapter:
         extras: dict[str, Any] = {}
         if messages is None:
             messages = []
-            if MESSAGES_KEY not in obj:
-                extras[_NO_MESSAGES] = True
+            # Absent and None are different states: both come back as they were.
+            extras[_NO_MESSAGES if MESSAGES_KEY not in obj else _NULL_MESSAGES] = True
         elif not isinstance(messages, list):
             raise UnsupportedObject(
                 f"state['messages'] is a {type(messages).__name__}; it must be a list of "
@@ -188,7 +189,9 @@ class DictAdapter:
         """Replace the dict's contents with the snapshot's, keeping transient keys."""
         keep = {k: obj[k] for k in transient_keys(obj) if k in obj}
         obj.clear()
-        if not snapshot.extras.get(_NO_MESSAGES):
+        if snapshot.extras.get(_NULL_MESSAGES):
+            obj[MESSAGES_KEY] = None
+        elif not snapshot.extras.get(_NO_MESSAGES):
             obj[MESSAGES_KEY] = snapshot.messages
         obj.update(snapshot.state)
         obj.update(keep)

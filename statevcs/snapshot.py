@@ -243,14 +243,22 @@ def write_snapshot(
         state_values[key] = object_id
     extras_values: dict[str, MapValue] = {}
     for key, value in snapshot.extras.items():
+        if not isinstance(key, str):
+            raise SerializationError(
+                f"extras key {key!r} is a {type(key).__name__}; extras keys must be strings",
+                str(key),
+            )
         path = f"extras[{key!r}]"
-        object_id = _doc_id(value, path, db, out)
-        fresh = out.get(object_id)
-        if fresh is not None and len(fresh) <= INLINE_LIMIT:
-            del out[object_id]
-            extras_values[str(key)] = Inline(value)
+        # Whether a value is inlined depends on its encoding alone, never on what this process
+        # has cached, so the same content always gets the same snapshot id.
+        try:
+            data = encode_doc(value)
+        except (TypeError, ValueError, OverflowError):
+            data = None  # _doc_id raises the SerializationError that names the value
+        if data is not None and len(data) <= INLINE_LIMIT:
+            extras_values[key] = Inline(value)
         else:
-            extras_values[str(key)] = object_id
+            extras_values[key] = _doc_id(value, path, db, out)
     snapshot_object = SnapshotObject(
         kind=snapshot.kind,
         messages=stored.root,
