@@ -251,6 +251,7 @@ def write_snapshot(
         path = f"extras[{key!r}]"
         # Whether a value is inlined depends on its encoding alone, never on what this process
         # has cached, so the same content always gets the same snapshot id.
+        data: bytes | None
         try:
             data = encode_doc(value)
         except (TypeError, ValueError, OverflowError):
