@@ -521,6 +521,19 @@ def test_matching_refs_lists_every_match_in_lookup_order(history: History) -> No
         matching_refs(ctx, None)  # type: ignore[arg-type]
 
 
+def test_a_reflog_selector_on_a_hash_like_ref_name_warns(history: History) -> None:
+    prefix = history.a[:8]
+    history.repo.branch(prefix, "main")
+    with pytest.warns(AmbiguousRefWarning, match="a commit hash prefix"):
+        assert history.repo.resolve(prefix + "@{0}") == history.d
+    history.repo.branch("cafe0000", "side")  # hex, but no commit starts with it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        commits = (history.a, history.b, history.c, history.s1, history.s2, history.m, history.d)
+        if not any(c.startswith("cafe0000") for c in commits):
+            assert history.repo.resolve("cafe0000@{0}") == history.s2
+
+
 def test_a_full_length_id_wins_over_a_ref_of_that_name(history: History) -> None:
     repo = history.repo
     repo.set_ref("refs/heads/" + history.a, history.d)
