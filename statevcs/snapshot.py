@@ -251,12 +251,12 @@ def write_snapshot(
         path = f"extras[{key!r}]"
         # Whether a value is inlined depends on its encoding alone, never on what this process
         # has cached, so the same content always gets the same snapshot id.
-        data: bytes | None
+        encoded_doc: bytes | None
         try:
-            data = encode_doc(value)
+            encoded_doc = encode_doc(value)
         except (TypeError, ValueError, OverflowError):
-            data = None  # _doc_id raises the SerializationError that names the value
-        if data is not None and len(data) <= INLINE_LIMIT:
+            encoded_doc = None  # _doc_id raises the SerializationError that names the value
+        if encoded_doc is not None and len(encoded_doc) <= INLINE_LIMIT:
             extras_values[key] = Inline(value)
         else:
             extras_values[key] = _doc_id(value, path, db, out)
