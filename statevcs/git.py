@@ -1661,16 +1661,17 @@ def _write_one(
 
 
 def _adopt_head(repo: Repo, git: GitRepo) -> None:
-    """Put an empty repository's HEAD on the branch the mirror's HEAD is on."""
-    head = repo.head_branch
-    if head is not None and branch_ref(head) in repo.refs():
+    """Make the mirror's ``HEAD`` branch the default branch of a repository that had none."""
+    current = repo.default_branch
+    if current is not None and branch_ref(current) in repo.refs():
         return
     target = _symbolic_head(git)
     if target is None:
         return
     name = target.decode("utf-8", "replace")
     if name.startswith(BRANCH_PREFIX) and name in repo.refs():
-        repo.store.set_symbolic(HEAD, name)
+        # switch() records the move in HEAD's reflog, as every move of the default branch is.
+        repo.switch(name[len(BRANCH_PREFIX) :])
 
 
 __all__ = [

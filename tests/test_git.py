@@ -380,6 +380,21 @@ def test_mirrors_that_stringified_metadata_keys_fail_clearly(
     assert copy.refs() == {}
 
 
+def test_import_into_an_empty_repository_switches_to_the_mirrors_branch(
+    repo: statevcs.Repo, tmp_path: Path
+) -> None:
+    export_git(repo, tmp_path / "side.git", branch="side")
+    copy = statevcs.Repo.init("memory://")
+    import_git(copy, tmp_path / "side.git")
+    assert copy.default_branch == copy.head_branch == "side"
+    # The default branch moved like every other move of it: in HEAD's reflog.
+    assert "side" in copy.reflog("HEAD")[0].message
+    # A repository whose default branch exists keeps it.
+    export_git(repo, tmp_path / "all.git")
+    import_git(copy, tmp_path / "all.git")
+    assert copy.default_branch == "side"
+
+
 def test_statevcs_mirror_marker(repo: statevcs.Repo, tmp_path: Path) -> None:
     from dulwich.repo import Repo as GitRepo
 
