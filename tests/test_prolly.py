@@ -362,3 +362,128 @@ def test_prefix_length_matches_a_naive_loop(a: list[bytes], b: list[bytes]) -> N
     assert prolly.prefix_length(a, b) == naive_prefix(a, b)
     assert prolly.prefix_length(a, a + b) == len(a)
     assert prolly.prefix_length(b, a) == naive_prefix(a, b)
+
+
+# --- written objects, deep and inconsistent trees ------------------------------------
+
+
+def reachable_nodes(reader: DictReader, root: ObjectId) -> set[ObjectId]:
+    found: set[ObjectId] = set()
+    stack = [root]
+    while stack:
+        object_id = stack.pop()
+        found.add(object_id)
+        node = reader.load(object_id)
+        assert isinstance(node, ListNode)
+        if node.level > 0:
+            stack.extend(node.ids)
+    return found
+
+
+def test_replacing_20_messages_leaves_no_dangling_wrapper_node() -> None:
+    # The issue's reproducer: the old root (level 4) shrank to level 3, and the single-entry
+    # level-4 node wrapping the new root was written although nothing refers to it.
+    reader = DictReader()
+    ids = item_ids(1000, 1000)
+    root = reader.build(ids)
+    new_ids = ids[:7] + item_ids(2007, 20) + ids[27:]
+    out: dict[ObjectId, bytes] = {}
+    new_root = prolly.splice(reader, root, 7, new_ids[7:], out)
+    reader.add(out)
+    assert set(out) <= reachable_nodes(reader, new_root)
+    assert new_root == DictReader().build(new_ids)
+
+
+@settings(max_examples=150)
+@given(
+    seed=st.integers(0, 10**6),
+    count=st.integers(0, 3000),
+    where=st.integers(0, 10**6),
+    removed=st.integers(0, 60),
+    added=st.integers(0, 60),
+)
+def test_splices_write_only_nodes_reachable_from_the_new_root(
+    seed: int, count: int, where: int, removed: int, added: int
+) -> None:
+    reader = DictReader()
+    ids = item_ids(seed, count)
+    root = reader.build(ids)
+    start = where % (count + 1)
+    new_ids = ids[:start] + item_ids(seed + 1, added) + ids[start + removed :]
+    out: dict[ObjectId, bytes] = {}
+    new_root = prolly.splice(reader, root, start, new_ids[start:], out)
+    reader.add(out)
+    assert set(out) <= reachable_nodes(reader, new_root)
+    fresh: dict[ObjectId, bytes] = {}
+    assert new_root == prolly.build(new_ids, fresh)
+    assert set(fresh) == reachable_nodes(reader, new_root)
+    assert prolly.items(reader, new_root) == new_ids
+
+
+def chain(reader: DictReader, levels: int, leaf_items: Sequence[ObjectId]) -> ObjectId:
+    """A crafted, valid but absurdly tall tree: ``levels`` single-entry nodes over one leaf."""
+    node = ListNode(0, tuple(leaf_items))
+    object_id, data = encode_with_id(node)
+    reader.add({object_id: data})
+    for level in range(1, levels):
+        node = ListNode(level, (object_id,), (len(leaf_items),))
+        object_id, data = encode_with_id(node)
+        reader.add({object_id: data})
+    return object_id
+
+
+def test_reads_of_a_3000_level_tree_are_iterative() -> None:
+    reader = DictReader()
+    leaf = item_ids(8, 5)
+    tall = chain(reader, 3000, leaf)
+    assert prolly.items(reader, tall) == leaf
+    assert prolly.items_from(reader, tall, 2) == leaf[2:]
+    assert prolly.get(reader, tall, 3) == leaf[3]
+    assert prolly.length(reader, tall) == 5
+    assert len(prolly.node_ids(reader, tall)) == 3000
+    other = reader.build(leaf[:4] + item_ids(9, 1))
+    diff = prolly.diff(reader, tall, other)
+    assert [(c.index, c.old, c.new) for c in diff.changes] == [(4, leaf[4], item_ids(9, 1)[0])]
+    assert reader.splice(tall, 5, item_ids(10, 3)) == DictReader().build(leaf + item_ids(10, 3))
+
+
+def crafted(reader: DictReader, node: ListNode) -> ObjectId:
+    object_id, data = encode_with_id(node)
+    reader.add({object_id: data})
+    return object_id
+
+
+def test_a_child_at_the_wrong_level_is_corrupt() -> None:
+    reader = DictReader()
+    leaf = crafted(reader, ListNode(0, tuple(item_ids(11, 3))))
+    level1 = crafted(reader, ListNode(1, (leaf,), (3,)))
+    # Level 1 under level 1: a walk that trusted levels could go on (or loop) forever.
+    bad = crafted(reader, ListNode(1, (level1, leaf), (3, 3)))
+    too_high = crafted(reader, ListNode(2, (leaf, level1), (3, 3)))
+    for root in (bad, too_high):
+        for read in (
+            lambda r: prolly.items(reader, r),
+            lambda r: prolly.items_from(reader, r, 1),
+            lambda r: prolly.get(reader, r, 1),
+            lambda r: prolly.node_ids(reader, r),
+            lambda r: prolly.diff(reader, r, reader.build(item_ids(12, 6))),
+            lambda r: reader.splice(r, 1, []),
+        ):
+            with pytest.raises(CorruptObject, match="level"):
+                read(root)
+
+
+def test_counts_that_disagree_with_the_children_are_corrupt() -> None:
+    reader = DictReader()
+    leaf = crafted(reader, ListNode(0, tuple(item_ids(13, 2))))
+    # The parent claims 5 items below a leaf of 2: get(3) used to loop forever.
+    root = crafted(reader, ListNode(1, (leaf, leaf), (5, 2)))
+    for read in (
+        lambda: prolly.get(reader, root, 3),
+        lambda: prolly.items(reader, root),
+        lambda: prolly.items_from(reader, root, 1),
+        lambda: prolly.diff(reader, root, reader.build(item_ids(14, 7))),
+        lambda: reader.splice(root, 3, []),
+    ):
+        with pytest.raises(CorruptObject, match="items where its parent counts"):
+            read()

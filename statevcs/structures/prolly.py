@@ -6,7 +6,12 @@ the same list always has the same root, however it was built (history independen
 k items rewrites only the rightmost path (k items + O(log n) nodes); two lists that share a
 prefix share every node of that prefix; and a diff skips equal, aligned subtrees.
 
-Encoded nodes are written into an ``out`` dict (id -> bytes) the caller persists.
+Encoded nodes are written into an ``out`` dict (id -> bytes) the caller persists: exactly the
+new nodes reachable from the returned root.
+
+Every walk is iterative, and checks that each child sits one level below its parent and holds
+as many items as its parent says: a damaged or crafted store gives ``CorruptObject``, never
+unbounded recursion or a loop (levels strictly decrease on every path).
 """
 
 from __future__ import annotations
@@ -41,43 +46,62 @@ def _chunk(level: int, ids: Sequence[ObjectId], counts: Sequence[int]) -> list[L
 
 
 class _Builder:
-    """Encodes nodes into ``out`` and remembers fresh nodes so they need no re-read."""
+    """Encodes nodes and, once the root is known, writes the new ones reachable from it."""
 
     def __init__(self, reader: ObjectReader | None, out: dict[ObjectId, bytes]) -> None:
         self.reader = reader
         self.out = out
-        self.fresh: dict[ObjectId, ListNode] = {}
+        self.fresh: dict[ObjectId, tuple[ListNode, bytes]] = {}
 
     def store(self, node: ListNode) -> tuple[ObjectId, int]:
         object_id, data = encode_with_id(node)
-        self.out[object_id] = data
-        self.fresh[object_id] = node
-        if self.reader is not None:
-            self.reader.remember(object_id, node)
+        self.fresh[object_id] = (node, data)
         return object_id, node.total
 
     def node(self, object_id: ObjectId) -> ListNode:
         fresh = self.fresh.get(object_id)
         if fresh is not None:
-            return fresh
+            return fresh[0]
         assert self.reader is not None
         return load_node(self.reader, object_id)
 
     def finish(self, produced: list[ListNode]) -> ObjectId:
         """Stack levels until one node remains, collapse single-entry roots, return the root."""
+        root_id = self._root(produced)
+        self._write_from(root_id)
+        return root_id
+
+    def _root(self, produced: list[ListNode]) -> ObjectId:
         while True:
             if not produced:
                 return self.store(ListNode(0, ()))[0]
             if len(produced) == 1:
                 node = produced[0]
-                root_id = self.store(node)[0]
+                root_id: ObjectId | None = None
                 while node.level > 0 and len(node.ids) == 1:
                     root_id = node.ids[0]
                     node = self.node(root_id)
-                return root_id
+                return self.store(node)[0] if root_id is None else root_id
             level = produced[0].level + 1
             refs = [self.store(n) for n in produced]
             produced = _chunk(level, [r[0] for r in refs], [r[1] for r in refs])
+
+    def _write_from(self, root_id: ObjectId) -> None:
+        # Nodes are encoded as soon as a parent needs their id, but a splice's upper levels may
+        # collapse into single-entry wrappers that the final root skips: write only what the
+        # root reaches. Old nodes are not in ``fresh``; their subtrees are stored already.
+        stack = [root_id]
+        while stack:
+            object_id = stack.pop()
+            entry = self.fresh.pop(object_id, None)
+            if entry is None:
+                continue
+            node, data = entry
+            self.out[object_id] = data
+            if self.reader is not None:
+                self.reader.remember(object_id, node)
+            if node.level > 0:
+                stack.extend(node.ids)
 
 
 def closed_length(ids: Sequence[ObjectId]) -> int:
@@ -101,6 +125,39 @@ def load_node(reader: ObjectReader, object_id: ObjectId) -> ListNode:
     if not isinstance(node, ListNode):
         raise CorruptObject(to_hex(object_id), f"expected a list node, found {type(node).__name__}")
     return node
+
+
+def _check_child(child_id: ObjectId, child: object, level: int, count: int | None) -> ListNode:
+    """Return ``child`` if it is a list node at ``level`` holding ``count`` items."""
+    if not isinstance(child, ListNode):
+        raise CorruptObject(to_hex(child_id), f"expected a list node, found {type(child).__name__}")
+    if child.level != level:
+        raise CorruptObject(
+            to_hex(child_id), f"a list node at level {child.level} sits where level {level} belongs"
+        )
+    if count is not None and child.total != count:
+        raise CorruptObject(
+            to_hex(child_id),
+            f"a list node holds {child.total} items where its parent counts {count}",
+        )
+    return child
+
+
+def _load_child(reader: ObjectReader, parent: ListNode, index: int) -> ListNode:
+    """Load ``parent``'s child at ``index``, checking its level and item count."""
+    child_id = parent.ids[index]
+    return _check_child(child_id, reader.load(child_id), parent.level - 1, parent.counts[index])
+
+
+def _locate(node: ListNode, pos: int) -> tuple[int, int]:
+    """Return (child index, position inside that child) of item ``pos`` of an inner node."""
+    counts = node.counts
+    idx = 0
+    last = len(counts) - 1
+    while idx < last and pos >= counts[idx]:
+        pos -= counts[idx]
+        idx += 1
+    return idx, pos
 
 
 def build(
@@ -134,14 +191,9 @@ def splice(
     path: list[tuple[ListNode, int]] = []
     pos = keep
     while node.level > 0:
-        counts = node.counts
-        idx = 0
-        last = len(counts) - 1
-        while idx < last and pos >= counts[idx]:
-            pos -= counts[idx]
-            idx += 1
+        idx, pos = _locate(node, pos)
         path.append((node, idx))
-        node = load_node(reader, node.ids[idx])
+        node = _load_child(reader, node, idx)
     produced = _chunk(0, [*node.ids[:pos], *new_ids], ())
     for parent, idx in reversed(path):
         refs = [builder.store(n) for n in produced]
@@ -167,11 +219,8 @@ def get(reader: ObjectReader, root: ObjectId, index: int) -> ObjectId:
     if not 0 <= index < total:
         raise IndexError(f"index {index} is outside a list of {total} items")
     while node.level > 0:
-        for child, count in zip(node.ids, node.counts):
-            if index < count:
-                node = load_node(reader, child)
-                break
-            index -= count
+        idx, index = _locate(node, index)
+        node = _load_child(reader, node, idx)
     return node.ids[index]
 
 
@@ -179,33 +228,46 @@ def items_from(reader: ObjectReader, root: ObjectId, start: int) -> list[ObjectI
     """Return the item ids from ``start`` to the end, reading only the needed subtrees."""
     node = load_node(reader, root)
     if start <= 0:
-        return items(reader, root)
+        return _items_below(reader, [node])
     if start >= node.total:
         return []
-    if node.level == 0:
-        return list(node.ids[start:])
-    result: list[ObjectId] = []
-    offset = 0
-    for child, count in zip(node.ids, node.counts):
-        if offset + count > start:
-            result.extend(items_from(reader, child, start - offset))
-        offset += count
+    # Walk down to the leaf holding ``start``, noting the subtrees right of the path.
+    right: list[list[ListNode]] = []
+    pos = start
+    while node.level > 0:
+        idx, pos = _locate(node, pos)
+        right.append(_load_children(reader, [node], idx + 1))
+        node = _load_child(reader, node, idx)
+    result = list(node.ids[pos:])
+    for subtrees in reversed(right):
+        if subtrees:
+            result.extend(_items_below(reader, subtrees))
     return result
 
 
 def items(reader: ObjectReader, root: ObjectId) -> list[ObjectId]:
     """Return every item id in order, reading one batch of nodes per tree level."""
-    nodes = [load_node(reader, root)]
-    while nodes[0].level > 0:
-        child_ids = [c for n in nodes for c in n.ids]
-        loaded = reader.load_many(child_ids)
-        next_nodes = []
-        for child_id in child_ids:
-            child = loaded[child_id]
-            if not isinstance(child, ListNode):
-                raise CorruptObject(to_hex(child_id), "expected a list node")
-            next_nodes.append(child)
-        nodes = next_nodes
+    return _items_below(reader, [load_node(reader, root)])
+
+
+def _load_children(
+    reader: ObjectReader, nodes: Sequence[ListNode], skip: int = 0
+) -> list[ListNode]:
+    """Load the children of same-level ``nodes`` in one batch (past ``skip`` of a single one)."""
+    wanted = [
+        (child_id, count)
+        for node in nodes
+        for child_id, count in zip(node.ids[skip:], node.counts[skip:])
+    ]
+    loaded = reader.load_many([child_id for child_id, _ in wanted])
+    level = nodes[0].level - 1
+    return [_check_child(i, loaded.get(i), level, count) for i, count in wanted]
+
+
+def _items_below(reader: ObjectReader, nodes: list[ListNode]) -> list[ObjectId]:
+    """Return the items under same-level ``nodes``, in order, one batch per level."""
+    while nodes and nodes[0].level > 0:
+        nodes = _load_children(reader, nodes)
     return [i for n in nodes for i in n.ids]
 
 
@@ -214,10 +276,8 @@ def node_ids(reader: ObjectReader, root: ObjectId) -> set[ObjectId]:
     found = {root}
     nodes = [load_node(reader, root)]
     while nodes[0].level > 0:
-        child_ids = [c for n in nodes for c in n.ids]
-        found.update(child_ids)
-        loaded = reader.load_many(child_ids)
-        nodes = [loaded[c] for c in child_ids]  # type: ignore[misc]
+        found.update(c for n in nodes for c in n.ids)
+        nodes = _load_children(reader, nodes)
     return found
 
 
@@ -250,8 +310,8 @@ def diff(reader: ObjectReader, old_root: ObjectId, new_root: ObjectId) -> ListDi
 
     def expand(queue: deque[tuple[ObjectId, int, int]]) -> None:
         nonlocal visited
-        object_id, _level, _count = queue.popleft()
-        node = load_node(reader, object_id)
+        object_id, level, count = queue.popleft()
+        node = _check_child(object_id, reader.load(object_id), level, count)
         visited += 1
         if node.level == 0:
             spans = [(i, _ITEM, 1) for i in node.ids]
