@@ -39,6 +39,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from .commitfields import canonical_metadata, check_text, timestamp_us
 from .errors import GitMirrorError, InvalidRefName, StateVCSError
 from .hashing import ObjectId, from_hex, to_hex
 from .objects import Doc, MapRef, SnapshotObject, canonical, encode, encode_doc
@@ -1491,14 +1492,27 @@ def _plan_one(
     if existing:
         return plan
     plan.parts = importer.parts(entries, info.codec)
-    if not authentic:
+    if authentic:
+        _check_commit_fields(info.message, info.author, info.timestamp, info.metadata)
+    else:
         plan.message = git_commit.message.decode("utf-8", "replace").rstrip("\n")
         plan.author = git_commit.author.decode("utf-8", "replace")
         try:
             plan.timestamp = datetime.fromtimestamp(git_commit.author_time, tz=timezone.utc)
         except (OverflowError, ValueError, OSError) as exc:
             raise GitMirrorError(f"its author time cannot be read ({exc})") from None
+        _check_commit_fields(plan.message, plan.author, plan.timestamp, {})
     return plan
+
+
+def _check_commit_fields(
+    message: str, author: str, timestamp: datetime, metadata: dict[Any, Any]
+) -> None:
+    """Apply the checks a commit applies to its fields now, so the import fails before writing."""
+    check_text(message, "the commit message")
+    check_text(author, "the commit author")
+    timestamp_us(timestamp)
+    canonical_metadata(metadata)
 
 
 def import_git(repo: Repo, source: str | os.PathLike[str]) -> ImportReport:

@@ -161,6 +161,13 @@ def message_file(data: bytes) -> Callable[[GitRepo, Entries], None]:
     return edit_messages(set_file(b"000002-assistant.json", data))
 
 
+def json_nest(levels: int) -> Any:
+    value: Any = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
 def deep(levels: int) -> str:
     return "[" * levels + "]" * levels
 
@@ -260,6 +267,9 @@ CASES = [
     tip("author a number", edit_info(author=5), "'author'"),
     tip("author a lone surrogate", edit_info(author="\ud800"), "'author'"),
     tip("kind an object", edit_info(kind={}), "'kind'"),
+    tip("message over the size limit", edit_info(message="m" * (1024 * 1024 + 1)), "longer"),
+    tip("metadata deeper than commits take", edit_info(metadata={"x": json_nest(70)}), "deeper"),
+    tip("metadata not a finite number", edit_info(metadata={"x": {"__float__": "nan"}}), "finite"),
     tip("metadata a list", edit_info(metadata=[1, 2]), "'metadata'"),
     tip("metadata bad marker", edit_info(metadata={"x": {"__bytes__": 5}}), "__bytes__"),
     tip("metadata int too large", edit_info(metadata={"x": 2**70}), "cannot be stored"),
