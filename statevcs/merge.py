@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import MergeConflict, RefNotFound, StateVCSError
+from .refs import full_branch_ref
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -308,10 +309,6 @@ def merge_base(repo: Repo, a: str, b: str) -> str | None:
 # --- the porcelain ----------------------------------------------------------------
 
 
-def _branch_ref(name: str) -> str:
-    return name if name.startswith("refs/") else f"refs/heads/{name}"
-
-
 def merge(
     repo: Repo,
     target_branch: str,
@@ -335,7 +332,7 @@ def merge(
     The branch moves with a compare-and-swap, so a concurrent writer raises ``RefConflict``.
     A :class:`MergeConflict` writes no object and moves no ref.
     """
-    ref = _branch_ref(target_branch)
+    ref = full_branch_ref(target_branch)
     branch = ref.removeprefix("refs/heads/")
     head = repo.refs().get(ref)
     if head is None:

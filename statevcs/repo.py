@@ -53,10 +53,11 @@ from .refs import (
     TAG_PREFIX,
     branch_ref,
     check_ref_name,
+    full_branch_ref,
     short_name,
     tag_ref,
 )
-from .revisions import resolve_revision
+from .revisions import reflog_ref, resolve_revision
 from .serializers import JSONSerializer, StateSerializer
 from .snapshot import (
     MessageBase,
@@ -70,7 +71,7 @@ from .snapshot import (
 )
 from .stores.base import ANY, Expected, RefUpdate, Store
 from .stores.memory import MemoryStore
-from .stores.sqlite import DB_FILENAME, Durability, SQLiteStore, read_format
+from .stores.sqlite import DB_FILENAME, Durability, SQLiteStore, read_config
 
 if TYPE_CHECKING:
     from .git import ExportReport, ImportReport
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
 DEFAULT_AUTHOR = "statevcs <statevcs@localhost>"
 MEMORY_URL = "memory://"
 REPOSITORY_FORMAT = "1"
+DURABILITY_KEY = "core.durability"
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +192,9 @@ class Repo:
         """Create a repository (a folder holding one SQLite file, or ``memory://``).
 
         ``durability="full"`` makes every acknowledged commit survive power loss (an fsync per
-        commit); the default survives application crashes (see docs/concepts.md).
+        commit); the default survives application crashes (see docs/concepts.md). The choice
+        is stored in the repository's config (``core.durability``) and used by every handle
+        that opens it without naming one.
         """
         ref = branch_ref(_check_str(default_branch, "default_branch"))
         _check_durability(durability)
@@ -216,6 +220,7 @@ class Repo:
             repo = cls(store, serializer=serializer, author=author, path=folder)
         repo.store.set_symbolic(HEAD, ref)
         repo.store.config_set("core.format", REPOSITORY_FORMAT)
+        repo.store.config_set(DURABILITY_KEY, durability)
         repo._head_ref = ref
         return repo
 
@@ -226,13 +231,15 @@ class Repo:
         *,
         serializer: StateSerializer | None = None,
         author: str | None = None,
-        durability: Durability = "normal",
+        durability: Durability | None = None,
     ) -> Repo:
         """Open an existing repository folder (or its ``statevcs.sqlite3`` file).
 
         Nothing is written until the folder is known to hold a statevcs repository.
+        ``durability`` defaults to the repository's ``core.durability`` config.
         """
-        _check_durability(durability)
+        if durability is not None:
+            _check_durability(durability)
         text = _location(path)
         if text == MEMORY_URL:
             raise RepositoryNotFound(
@@ -247,12 +254,16 @@ class Repo:
                 f"no statevcs repository at {folder}; create one with statevcs.Repo.init({text!r}) "
                 "or `statevcs init`"
             )
-        found = read_format(folder / DB_FILENAME)
+        config = read_config(folder / DB_FILENAME)
+        found = config.get("core.format")
         if found != REPOSITORY_FORMAT:
             raise RepositoryError(
                 f"{folder} holds a statevcs repository in format {found!r}, but this version "
                 f"reads format {REPOSITORY_FORMAT!r}; use a matching statevcs version"
             )
+        if durability is None:
+            stored = config.get(DURABILITY_KEY, "normal")
+            durability = "full" if stored == "full" else "normal"
         store = SQLiteStore(folder / DB_FILENAME, durability=durability)
         return cls(store, serializer=serializer, author=author, path=folder)
 
@@ -354,7 +365,7 @@ class Repo:
         """Return (full branch ref, what the object was last synced with, if anything)."""
         sync = self._sync_of(obj)
         if branch is not None:
-            return branch_ref(branch), sync
+            return full_branch_ref(branch), sync
         if sync is not None:
             if sync.branch is None:
                 raise DetachedHead(
@@ -601,11 +612,8 @@ class Repo:
                 candidate = branch_ref(rev)
             except StateVCSError:
                 return None
-        if self.store.get_ref(candidate) is None:
-            return None
-        if not rev.startswith(BRANCH_PREFIX) and self.store.get_ref(TAG_PREFIX + rev) is not None:
-            return None  # a tag of the same name wins, as in git
-        return candidate
+        # As ``git checkout name``: an existing branch wins even over a tag of the same name.
+        return candidate if self.store.get_ref(candidate) is not None else None
 
     # --- reading ------------------------------------------------------------------
 
@@ -744,7 +752,7 @@ class Repo:
 
     def reset(self, branch: str, rev: str) -> Commit:
         """Move ``branch`` to ``rev`` (history after it stays reachable through the reflog)."""
-        ref = branch_ref(_check_str(branch, "branch"))
+        ref = full_branch_ref(_check_str(branch, "branch"))
         current = self.store.get_ref(ref)
         if current is None:
             raise RefNotFound(f"no branch named {branch!r}; create it with repo.branch(...)")
@@ -799,12 +807,11 @@ class Repo:
         _check_str(ref, "ref")
         full = ref
         if ref != HEAD and not ref.startswith("refs/"):
-            full = branch_ref(ref)
-            if (
-                self.store.get_ref(full) is None
-                and self.store.get_ref(TAG_PREFIX + ref) is not None
-            ):
-                full = TAG_PREFIX + ref
+            try:
+                # The ref ``name@{n}`` reads: git's lookup order, so both always agree.
+                full = reflog_ref(_Context(self), ref)
+            except UnknownRevision:
+                full = branch_ref(ref)
         return [
             ReflogRecord(
                 to_hex(e.old) if e.old else None,

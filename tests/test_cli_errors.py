@@ -216,3 +216,11 @@ def test_library_warnings_print_as_one_warning_line(empty: Path) -> None:
     result = invoke("show", "main", cwd=empty)
     assert result.stderr.count("warning: refname 'main' is ambiguous") == 1
     assert "AmbiguousRefWarning" not in result.stderr and ".py:" not in result.stderr
+
+
+def test_init_durability_is_stored_and_used_by_later_handles(tmp_path: Path) -> None:
+    result = invoke("init", tmp_path / "durable", "--durability", "full", "--json")
+    assert json.loads(result.stdout)["durability"] == "full"
+    with Repo.open(tmp_path / "durable") as repo:
+        assert repo.config_get("core.durability") == "full"
+        assert repo.store.durability == "full"  # type: ignore[attr-defined]

@@ -376,7 +376,9 @@ def test_lone_surrogates_in_names_and_revisions_raise_statevcs_errors(tmp_path: 
 def test_durability_is_exposed_on_init_and_open(tmp_path: Path) -> None:
     with Repo.init(tmp_path / "r", durability="full") as repo:
         assert repo.store.durability == "full"  # type: ignore[attr-defined]
-    with Repo.open(tmp_path / "r") as repo:
+    with Repo.open(tmp_path / "r") as repo:  # the repository's own setting
+        assert repo.store.durability == "full"  # type: ignore[attr-defined]
+    with Repo.open(tmp_path / "r", durability="normal") as repo:
         assert repo.store.durability == "normal"  # type: ignore[attr-defined]
     with pytest.raises(TypeError, match="durability"):
         Repo.open(tmp_path / "r", durability="sometimes")  # type: ignore[arg-type]

@@ -63,8 +63,8 @@ def _hex(value: ObjectId | None) -> str | None:
     return value.hex() if value is not None else None
 
 
-def read_format(path: str | Path) -> str | None:
-    """Return the ``core.format`` of the statevcs database at ``path`` without writing to it.
+def read_config(path: str | Path) -> dict[str, str]:
+    """Return the config of the statevcs database at ``path`` without writing to it.
 
     Raises :class:`~statevcs.errors.RepositoryNotFound` when ``path`` is not a statevcs
     database (an empty file, another application's SQLite file, not SQLite at all).
@@ -76,16 +76,14 @@ def read_format(path: str | Path) -> str | None:
         raise StoreError(f"cannot open {file}: {exc}; check the path and permissions") from exc
     try:
         tables = {
-            str(row[0])
-            for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            str(row[0]) for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         }
         if not {"objects", "refs", "reflog", "config"} <= tables:
             raise RepositoryNotFound(
                 f"{file} is not a statevcs repository (no statevcs tables); "
                 "point at a folder created by `statevcs init`"
             )
-        row = db.execute("SELECT value FROM config WHERE key = 'core.format'").fetchone()
-        return str(row[0]) if row is not None else None
+        return {str(k): str(v) for k, v in db.execute("SELECT key, value FROM config")}
     except sqlite3.DatabaseError as exc:
         raise RepositoryNotFound(
             f"{file} is not a statevcs repository ({exc}); point at a folder created by "
@@ -448,4 +446,4 @@ class _Transaction:
             self._store._lock.release()
 
 
-__all__ = ["DB_FILENAME", "Durability", "SQLiteStore", "read_format"]
+__all__ = ["DB_FILENAME", "Durability", "SQLiteStore", "read_config"]
