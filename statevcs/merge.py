@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
+from . import history
 from .errors import MergeConflict, RefNotFound, StateVCSError
+from .hashing import from_hex, to_hex
+from .history import CommitGraph
 from .refs import full_branch_ref
 from .snapshot import Snapshot
 
@@ -227,74 +230,20 @@ def _merge_maps(
 # --- the commit graph -----------------------------------------------------------
 
 
-class _Graph:
-    """Parents of commits, read once each from the repository."""
-
-    def __init__(self, repo: Repo) -> None:
-        self.repo = repo
-        self.parents: dict[str, tuple[str, ...]] = {}
-        self.times: dict[str, datetime] = {}
-
-    def of(self, commit_id: str) -> tuple[str, ...]:
-        found = self.parents.get(commit_id)
-        if found is None:
-            commit = self.repo.get_commit(commit_id)
-            found = self.parents[commit_id] = tuple(commit.parents)
-            self.times[commit_id] = commit.timestamp
-        return found
-
-    def ancestors(self, start: str, *, stop: set[str] | None = None) -> set[str]:
-        """Return ``start`` and all its ancestors (not walking past commits in ``stop``)."""
-        seen = {start}
-        todo = [start]
-        while todo:
-            current = todo.pop()
-            if stop is not None and current in stop and current != start:
-                continue
-            for parent in self.of(current):
-                if parent not in seen:
-                    seen.add(parent)
-                    todo.append(parent)
-        return seen
+def _graph(repo: Repo) -> CommitGraph:
+    return CommitGraph(repo.db)
 
 
 def is_ancestor(repo: Repo, ancestor: str, descendant: str) -> bool:
     """Return whether revision ``ancestor`` is reachable from ``descendant`` (or equal to it)."""
-    a, d = repo.resolve(ancestor), repo.resolve(descendant)
-    return a in _Graph(repo).ancestors(d)
+    a, d = from_hex(repo.resolve(ancestor)), from_hex(repo.resolve(descendant))
+    return history.is_ancestor(_graph(repo), a, d)
 
 
 def merge_bases(repo: Repo, a: str, b: str) -> list[str]:
     """Return every best common ancestor of two revisions (several after criss-cross merges)."""
-    a_id, b_id = repo.resolve(a), repo.resolve(b)
-    graph = _Graph(repo)
-    of_a = graph.ancestors(a_id)
-    if b_id in of_a:
-        return [b_id]
-    # Walk b's history, stopping at the first common commits on every path: the candidates.
-    candidates: set[str] = set()
-    seen = {b_id}
-    todo = [b_id]
-    while todo:
-        current = todo.pop()
-        if current in of_a:
-            candidates.add(current)
-            continue
-        for parent in graph.of(current):
-            if parent not in seen:
-                seen.add(parent)
-                todo.append(parent)
-    # A candidate reachable from another candidate is not a best one.
-    best = set(candidates)
-    for candidate in candidates:
-        if candidate not in best:
-            continue
-        below = graph.ancestors(candidate) - {candidate}
-        best -= below
-    return sorted(best, key=lambda c: (graph.times.get(c) or _EPOCH, c), reverse=True)
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    a_id, b_id = from_hex(repo.resolve(a)), from_hex(repo.resolve(b))
+    return [to_hex(c) for c in history.merge_bases(_graph(repo), a_id, b_id)]
 
 
 def merge_base(repo: Repo, a: str, b: str) -> str | None:
@@ -338,11 +287,11 @@ def merge(
     if head is None:
         raise RefNotFound(f"branch {branch!r} does not exist; create it with `statevcs branch`")
     source = repo.resolve(source_rev)
-    graph = _Graph(repo)
-    if source in graph.ancestors(head):
+    graph = _graph(repo)
+    if history.is_ancestor(graph, from_hex(source), from_hex(head)):
         return repo.get_commit(head)
-    bases = merge_bases(repo, head, source)
-    base_id = bases[0] if bases else None
+    bases = history.merge_bases(graph, from_hex(head), from_hex(source))
+    base_id = to_hex(bases[0]) if bases else None
     if base_id == head and fast_forward:
         repo.set_ref(ref, source, expected=head, reflog_message=f"merge {source_rev}: fast-forward")
         return repo.get_commit(source)

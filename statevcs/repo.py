@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import heapq
 import os
 import re
 import threading
@@ -44,6 +43,7 @@ from .gc import (
     measure_repository,
 )
 from .hashing import ObjectId, from_hex, hash_bytes, to_hex
+from .history import CommitGraph, walk
 from .objectdb import ObjectDB
 from .objects import CommitObject, Doc, decode, encode_doc, encode_with_id
 from .refs import (
@@ -665,28 +665,9 @@ class Repo:
     def _walk(
         self, starts: Sequence[ObjectId], *, limit: int | None, all_parents: bool
     ) -> Iterator[Commit]:
-        seen: set[ObjectId] = set()
-        queue: list[tuple[int, int, ObjectId, CommitObject]] = []
-        order = 0
-        for start in starts:
-            if start in seen:
-                continue
-            seen.add(start)
-            obj = self._load_commit(start)
-            heapq.heappush(queue, (-obj.timestamp_us, order, start, obj))
-            order += 1
-        emitted = 0
-        while queue and (limit is None or emitted < limit):
-            _, _, commit_id, obj = heapq.heappop(queue)
+        graph = CommitGraph(self.db)
+        for commit_id, obj in walk(graph, starts, first_parent=not all_parents, limit=limit):
             yield _commit_from(commit_id, obj)
-            emitted += 1
-            parents = obj.parents if all_parents else obj.parents[:1]
-            for parent in parents:
-                if parent not in seen:
-                    seen.add(parent)
-                    parent_obj = self._load_commit(parent)
-                    heapq.heappush(queue, (-parent_obj.timestamp_us, order, parent, parent_obj))
-                    order += 1
 
     def _head_value(self) -> ObjectId | None:
         """The commit this handle's ``HEAD`` names (``None`` on an unborn branch)."""

@@ -1,0 +1,179 @@
+"""The commit graph on binary ids: walks, ancestry and merge bases — the one graph walker.
+
+Every algorithm here reads commits through one :class:`CommitGraph`, which loads each commit once
+(through the object database's cache) and never resolves a revision string per step.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from .errors import CorruptObject
+from .hashing import ObjectId, to_hex
+from .objectdb import ObjectDB
+from .objects import CommitObject
+
+
+class CommitGraph:
+    """Parents and timestamps of commits, read once each from an object database."""
+
+    def __init__(self, db: ObjectDB) -> None:
+        self._db = db
+        self._commits: dict[ObjectId, CommitObject] = {}
+
+    def commit(self, commit_id: ObjectId) -> CommitObject:
+        """Return the commit object ``commit_id`` (``CorruptObject`` if it is something else)."""
+        found = self._commits.get(commit_id)
+        if found is None:
+            obj = self._db.load(commit_id)
+            if not isinstance(obj, CommitObject):
+                raise CorruptObject(
+                    to_hex(commit_id), f"expected a commit, found {type(obj).__name__}"
+                )
+            found = self._commits[commit_id] = obj
+        return found
+
+    def preload(self, ids: Iterable[ObjectId]) -> None:
+        """Read the commits in ``ids`` that are not loaded yet in one batch."""
+        wanted = [i for i in dict.fromkeys(ids) if i not in self._commits]
+        if not wanted:
+            return
+        for commit_id, obj in self._db.load_many(wanted).items():
+            if not isinstance(obj, CommitObject):
+                raise CorruptObject(
+                    to_hex(commit_id), f"expected a commit, found {type(obj).__name__}"
+                )
+            self._commits[commit_id] = obj
+
+    def parents(self, commit_id: ObjectId) -> tuple[ObjectId, ...]:
+        """Return the parents of ``commit_id``."""
+        return self.commit(commit_id).parents
+
+    def timestamp(self, commit_id: ObjectId) -> int:
+        """Return the commit's timestamp in microseconds."""
+        return self.commit(commit_id).timestamp_us
+
+
+def walk(
+    graph: CommitGraph,
+    starts: Sequence[ObjectId],
+    *,
+    first_parent: bool = False,
+    limit: int | None = None,
+) -> Iterator[tuple[ObjectId, CommitObject]]:
+    """Yield commits reachable from ``starts``, newest first (git log's default order)."""
+    seen: set[ObjectId] = set()
+    queue: list[tuple[int, int, ObjectId]] = []
+    order = 0
+    graph.preload(starts)
+    for start in starts:
+        if start not in seen:
+            seen.add(start)
+            heapq.heappush(queue, (-graph.timestamp(start), order, start))
+            order += 1
+    emitted = 0
+    while queue and (limit is None or emitted < limit):
+        _, _, commit_id = heapq.heappop(queue)
+        commit = graph.commit(commit_id)
+        yield commit_id, commit
+        emitted += 1
+        parents = commit.parents[:1] if first_parent else commit.parents
+        fresh = [p for p in parents if p not in seen]
+        graph.preload(fresh)
+        for parent in fresh:
+            seen.add(parent)
+            heapq.heappush(queue, (-graph.timestamp(parent), order, parent))
+            order += 1
+
+
+def ancestors(
+    graph: CommitGraph, start: ObjectId, *, stop: Callable[[ObjectId], bool] | None = None
+) -> set[ObjectId]:
+    """Return ``start`` and every ancestor (not walking past commits where ``stop`` is true)."""
+    seen = {start}
+    todo = [start]
+    while todo:
+        current = todo.pop()
+        if stop is not None and current != start and stop(current):
+            continue
+        for parent in graph.parents(current):
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return seen
+
+
+def is_ancestor(graph: CommitGraph, ancestor: ObjectId, descendant: ObjectId) -> bool:
+    """Return whether ``ancestor`` is reachable from ``descendant`` (or equal to it)."""
+    if ancestor == descendant:
+        return True
+    seen = {descendant}
+    todo = [descendant]
+    while todo:
+        current = todo.pop()
+        for parent in graph.parents(current):
+            if parent == ancestor:
+                return True
+            if parent not in seen:
+                seen.add(parent)
+                # No pruning by timestamp: the clocks of different writers may disagree.
+                todo.append(parent)
+    return False
+
+
+_ONE, _TWO, _STALE = 1, 2, 4
+
+
+def merge_bases(graph: CommitGraph, a: ObjectId, b: ObjectId) -> list[ObjectId]:
+    """Return every best common ancestor of ``a`` and ``b``, newest first.
+
+    Git's paint walk: commits reachable from ``a`` are painted 1, from ``b`` painted 2, newest
+    first; a commit painted both is a candidate and its ancestors become stale. Candidates that
+    are ancestors of other candidates are then removed (several remain after criss-cross
+    merges).
+    """
+    if a == b:
+        return [a]
+    flags: dict[ObjectId, int] = {a: _ONE, b: _TWO}
+    queue: list[tuple[int, int, ObjectId]] = []
+    order = 0
+    for start in (a, b):
+        heapq.heappush(queue, (-graph.timestamp(start), order, start))
+        order += 1
+    candidates: list[ObjectId] = []
+
+    def interesting() -> bool:
+        return any(not flags[c] & _STALE for _, _, c in queue)
+
+    while queue and interesting():
+        _, _, current = heapq.heappop(queue)
+        mark = flags[current]
+        if mark & (_ONE | _TWO) == (_ONE | _TWO) and not mark & _STALE:
+            candidates.append(current)
+            mark |= _STALE
+            flags[current] = mark
+        parents = graph.parents(current)
+        graph.preload(parents)
+        for parent in parents:
+            old = flags.get(parent, 0)
+            new = old | mark
+            if new != old:
+                flags[parent] = new
+                heapq.heappush(queue, (-graph.timestamp(parent), order, parent))
+                order += 1
+    best = list(dict.fromkeys(candidates))
+    if len(best) > 1:
+        redundant: set[ObjectId] = set()
+        for candidate in best:
+            if candidate in redundant:
+                continue
+            others = set(best) - {candidate} - redundant
+            for other in others:
+                if is_ancestor(graph, other, candidate):
+                    redundant.add(other)
+        best = [c for c in best if c not in redundant]
+    return sorted(best, key=lambda c: (graph.timestamp(c), c), reverse=True)
+
+
+__all__ = ["CommitGraph", "ancestors", "is_ancestor", "merge_bases", "walk"]
