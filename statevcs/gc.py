@@ -14,6 +14,7 @@ from .refs import BRANCH_PREFIX, HEAD, short_name
 from .snapshot import load_snapshot_object
 from .stores.base import Store
 from .structures.maps import read_map
+from .structures.prolly import load_node
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,17 +259,29 @@ def measure_repository(store: Store, db: ObjectDB) -> RepoStats:
             item_sizes[object_id] = size
         return size
 
-    def list_size(object_id: ObjectId) -> int:
-        size = list_sizes.get(object_id)
-        if size is None:
-            node = db.load(object_id)
-            assert isinstance(node, ListNode)
-            if node.level == 0:
-                size = sum(item_size(i) for i in node.ids)
+    def list_size(root: ObjectId) -> int:
+        # Children before parents with an explicit stack: a crafted tree can be any height.
+        # Each child must sit one level below its parent, so every walk ends.
+        stack: list[tuple[ObjectId, ListNode | None, int]] = [(root, None, -1)]
+        while stack:
+            object_id, node, level = stack.pop()
+            if node is None:
+                if object_id in list_sizes:
+                    continue
+                node = load_node(db, object_id)
+                if level >= 0 and node.level != level:
+                    raise CorruptObject(
+                        to_hex(object_id),
+                        f"a list node at level {node.level} sits where level {level} belongs",
+                    )
+                if node.level == 0:
+                    list_sizes[object_id] = sum(item_size(i) for i in node.ids)
+                    continue
+                stack.append((object_id, node, level))
+                stack.extend((c, None, node.level - 1) for c in node.ids)
             else:
-                size = sum(list_size(c) for c in node.ids)
-            list_sizes[object_id] = size
-        return size
+                list_sizes[object_id] = sum(list_sizes[c] for c in node.ids)
+        return list_sizes[root]
 
     naive = 0
     for commit_object in commits:

@@ -7,6 +7,15 @@ from typing import Any
 from support import message
 
 from statevcs import Repo
+from statevcs.hashing import ObjectId, hash_bytes
+from statevcs.objects import (
+    CommitObject,
+    ListNode,
+    MapNode,
+    SnapshotObject,
+    encode_doc,
+    encode_with_id,
+)
 
 
 def test_diff_reports_messages_and_state(repo: Repo) -> None:
@@ -40,3 +49,54 @@ def test_diff_cost_follows_the_difference(repo: Repo) -> None:
     diff = repo.diff("main~1", "main")
     assert [c.index for c in diff.messages.changes] == [5_000]
     assert diff.nodes_visited < 20  # 10,000 messages span ~320 leaves
+
+
+def doc_ids(messages: list[Any], out: dict[ObjectId, bytes]) -> list[ObjectId]:
+    """Encode ``messages`` as documents into ``out``; return their ids."""
+    ids = []
+    for item in messages:
+        data = encode_doc(item)
+        ids.append(hash_bytes(data))
+        out[ids[-1]] = data
+    return ids
+
+
+def commit_crafted_tree(
+    repo: Repo, root: ObjectId, out: dict[ObjectId, bytes], branch: str
+) -> None:
+    """Store ``out`` and commit a snapshot whose messages are the tree ``root`` on ``branch``."""
+    empty = MapNode((), ())
+    snapshot, data = encode_with_id(SnapshotObject("dict", root, (), empty, empty, "json"))
+    out[snapshot] = data
+    parent = bytes.fromhex(repo.resolve("main"))
+    commit, data = encode_with_id(CommitObject(snapshot, (parent,), "crafted", 0, "tree", {}))
+    out[commit] = data
+    repo.store.put_many(out)
+    repo.store.set_ref(f"refs/heads/{branch}", commit)
+
+
+def commit_tall_tree(repo: Repo, messages: list[Any], levels: int, branch: str) -> None:
+    """Commit ``messages`` on ``branch`` as one leaf under ``levels - 1`` single-entry nodes.
+
+    Valid objects with honest hashes, but a shape no writer produces; readers must cope.
+    """
+    out: dict[ObjectId, bytes] = {}
+    ids = doc_ids(messages, out)
+    root, data = encode_with_id(ListNode(0, tuple(ids)))
+    out[root] = data
+    for level in range(1, levels):
+        root, data = encode_with_id(ListNode(level, (root,), (len(ids),)))
+        out[root] = data
+    commit_crafted_tree(repo, root, out, branch)
+
+
+def test_diff_of_a_3000_level_message_tree_is_answered(repo: Repo) -> None:
+    messages = [message(i) for i in range(40)]
+    repo.commit({"messages": messages})
+    changed = [*messages[:39], message(99)]
+    commit_tall_tree(repo, changed, 3000, "tall")
+    diff = repo.diff("main", "tall")
+    assert [(c.index, c.kind, c.new) for c in diff.messages.changes] == [
+        (39, "changed", message(99))
+    ]
+    assert repo.show("tall").messages == changed

@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 from support import message
+from test_diff import commit_crafted_tree, commit_tall_tree, doc_ids
 
 import statevcs
 from statevcs import Repo
-from statevcs.objects import decode, kind_of
+from statevcs.hashing import ObjectId
+from statevcs.objects import ListNode, decode, encode_with_id, kind_of
 from statevcs.stores.sqlite import DB_FILENAME
 
 
@@ -136,3 +138,26 @@ def test_forks_share_storage() -> None:
     assert stats.commits == 600
     assert stats.bytes_stored < 1.2 * (single + fork_bytes)
     assert stats.dedup_ratio > 50
+
+
+def test_stats_and_fsck_of_a_3000_level_message_tree(repo: Repo) -> None:
+    messages = [message(i, 100) for i in range(40)]
+    repo.commit({"messages": messages})
+    commit_tall_tree(repo, messages, 3000, "tall")
+    stats = repo.stats()
+    assert stats.commits == 2
+    one_copy = sum(len(statevcs.objects.encode_doc(m)) for m in messages)
+    assert stats.naive_bytes >= 2 * one_copy
+    assert repo.fsck().ok
+
+
+def test_stats_of_a_tree_whose_levels_lie_is_corrupt(repo: Repo) -> None:
+    repo.commit({"messages": [message(i) for i in range(40)]})
+    out: dict[ObjectId, bytes] = {}
+    leaf, data = encode_with_id(ListNode(0, tuple(doc_ids([message(0)], out))))
+    out[leaf] = data
+    root, data = encode_with_id(ListNode(5, (leaf,), (1,)))
+    out[root] = data
+    commit_crafted_tree(repo, root, out, "liar")
+    with pytest.raises(statevcs.errors.CorruptObject, match="level 0 sits where level 4"):
+        repo.stats()
