@@ -1948,7 +1948,12 @@ def stats(as_json: bool) -> None:
 @click.argument("target", type=click.Path(path_type=Path))
 @click.option("--branch", "branch_name", help="Export only this branch.")
 @click.option("--push", "push_url", metavar="REMOTE_URL", help="Then push to this git remote.")
-@click.option("--force", is_flag=True, help="Let the push overwrite branches that were reset.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Export into a git repository that is not a statevcs mirror (never one with local "
+    "changes), and let the push overwrite branches that were reset.",
+)
 @_json_option
 def export_git(
     target: Path, branch_name: str | None, push_url: str | None, force: bool, as_json: bool
@@ -1975,6 +1980,8 @@ def export_git(
         out.print(_text((f"  {name} deleted", "red")))
     if report.pushed:
         out.print(_text(f"pushed {_plural(len(report.push_refs), 'ref')} to {report.pushed}"))
+    if report.remote_head:
+        out.print(_text(f"remote HEAD -> {report.remote_head}"))
     for warning in report.warnings:
         state.err.print(_text(("warning: " + warning, "yellow")))
 
