@@ -93,6 +93,17 @@ class SnapshotDiff:
         return render(self)
 
 
+_TOO_DEEP = "<nested too deeply to show>"
+
+
+def _text(value: Any, show: Any = str) -> str:
+    """``str`` or ``repr`` of a stored value, which may nest deeper than Python's repr goes."""
+    try:
+        return str(show(value))
+    except RecursionError:
+        return _TOO_DEEP
+
+
 def _preview(message: Any, width: int = 60) -> str:
     if isinstance(message, dict):
         role = message.get("role", "?")
@@ -102,19 +113,19 @@ def _preview(message: Any, width: int = 60) -> str:
             for block in content:
                 if isinstance(block, dict):
                     if "text" in block:
-                        parts.append(str(block["text"]))
+                        parts.append(_text(block["text"]))
                     else:
                         parts.append(f"[{next(iter(block), 'block')}]")
             content = " ".join(parts)
-        text = " ".join(str(content).split())
+        text = " ".join(_text(content).split())
         if len(text) > width:
             text = text[: width - 1] + "…"
-        return f"{role}: {text}"
-    return repr(message)[:width]
+        return f"{_text(role)}: {text}"
+    return _text(message, repr)[:width]
 
 
 def _short(value: Any, width: int = 40) -> str:
-    text = repr(value)
+    text = _text(value, repr)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

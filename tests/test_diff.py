@@ -100,3 +100,13 @@ def test_diff_of_a_3000_level_message_tree_is_answered(repo: Repo) -> None:
         (39, "changed", message(99))
     ]
     assert repo.show("tall").messages == changed
+
+
+def test_diff_of_a_message_nested_1000_deep_renders(repo: Repo) -> None:
+    deep: Any = "leaf"
+    for _ in range(1000):
+        deep = [deep]
+    repo.commit({"messages": [message(0)]})
+    repo.commit({"messages": [message(0), {"role": "user", "content": [{"text": deep}]}]})
+    text = str(repo.diff("main~1", "main"))
+    assert "+ [1] user: <nested too deeply to show>" in text
