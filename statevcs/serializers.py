@@ -40,6 +40,7 @@ from pydantic import BaseModel
 from statevcs.errors import SerializationError, UntrustedPayload
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "MAX_NESTING",
     "JSONSerializer",
     "MsgpackSerializer",
@@ -146,9 +147,10 @@ def _int_to_text_works(value: int) -> bool:
     return True
 
 
-def _deep(path: str) -> SerializationError:
+def _deep(path: str, limit: int | None = None) -> SerializationError:
+    levels = f" (more than {limit} levels)" if limit is not None else ""
     return SerializationError(
-        f"{path} is nested too deeply or contains a reference cycle (a container that "
+        f"{path} is nested too deeply{levels} or contains a reference cycle (a container that "
         "contains itself); flatten it or break the cycle before storing it",
         path,
     )
@@ -222,9 +224,23 @@ def _json_bad_key(key: Any) -> _Bad:
     )
 
 
-def _walk_json(value: Any) -> None:
+MAX_JSON_DEPTH = 500
+"""How deeply JSONSerializer nests lists and dicts.
+
+Python's JSON decoder recurses once per level, so a value is refused when written unless it
+can be read back with room to spare in a caller's stack (Python allows 1,000 frames).
+"""
+
+
+class _TooDeep(Exception):
+    """Internal: a JSON value nests deeper than MAX_JSON_DEPTH."""
+
+
+def _walk_json(value: Any, depth: int = 1) -> None:
     """Raise _Bad unless ``value`` is exactly a JSON value (one recursive walk)."""
     cls = type(value)
+    if depth > MAX_JSON_DEPTH and (cls is dict or cls is list):
+        raise _TooDeep
     if cls is dict:
         for key, item in value.items():
             if type(key) is not str:
@@ -235,7 +251,7 @@ def _walk_json(value: Any) -> None:
             if kind in _JSON_SCALARS or (kind is float and math.isfinite(item)):
                 continue
             try:
-                _walk_json(item)
+                _walk_json(item, depth + 1)
             except _Bad as bad:
                 bad.segments.append(_seg(key))
                 raise
@@ -245,7 +261,7 @@ def _walk_json(value: Any) -> None:
             if kind in _JSON_SCALARS or (kind is float and math.isfinite(item)):
                 continue
             try:
-                _walk_json(item)
+                _walk_json(item, depth + 1)
             except _Bad as bad:
                 bad.segments.append(f"[{index}]")
                 raise
@@ -308,8 +324,8 @@ class JSONSerializer:
             _walk_json(value)
         except _Bad as bad:
             raise bad.error(path) from None
-        except RecursionError:
-            raise _deep(path) from None
+        except (_TooDeep, RecursionError):
+            raise _deep(path, MAX_JSON_DEPTH) from None
         try:
             return _json_encoder.encode(value).encode("utf-8")
         except RecursionError:

@@ -1013,3 +1013,24 @@ def test_hostile_payloads_raise_only_serialization_errors(data: bytes) -> None:
         except SerializationError as exc:
             assert exc.path == "state['x']"
             assert "state['x']" in str(exc)
+
+
+def nested_json(depth: int) -> Any:
+    value: Any = "leaf"
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+def call_from_depth(frames: int, action: Any) -> Any:
+    return action() if frames <= 0 else call_from_depth(frames - 1, action)
+
+
+def test_json_reads_back_what_it_accepts_even_from_a_deep_call_stack() -> None:
+    ser = JSONSerializer()
+    deepest = nested_json(500)
+    data = ser.serialize(deepest)
+    assert call_from_depth(400, lambda: ser.deserialize(data)) == deepest
+    with pytest.raises(SerializationError, match="more than 500 levels") as info:
+        ser.serialize({"k": nested_json(500)}, path="state")
+    assert info.value.path == "state"
