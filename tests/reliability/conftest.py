@@ -1,0 +1,1 @@
+"""The reliability suite runs in CI with small counts; see docs/reliability.md for long runs."""
