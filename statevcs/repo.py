@@ -46,6 +46,7 @@ from .hashing import ObjectId, from_hex, hash_bytes, to_hex
 from .history import CommitGraph, walk
 from .objectdb import ObjectDB
 from .objects import CommitObject, Doc, decode, encode_doc, encode_with_id
+from .plumbing import ObjectDatabase
 from .refs import (
     BRANCH_PREFIX,
     DEFAULT_BRANCH,
@@ -166,7 +167,9 @@ class Repo:
         self.author = check_text(
             author or os.environ.get("STATEVCS_AUTHOR") or DEFAULT_AUTHOR, "author"
         )
-        self.db = ObjectDB(store)
+        self.objects = ObjectDatabase(store, self.serializer)
+        """Plumbing: the object database (verified reads, cached writes, snapshot codec)."""
+        self.db = self.objects  # the name older code and tests use
         self._lock = threading.RLock()
         self._tracked: dict[int, tuple[weakref.ref[Any], _Sync]] = {}
         self._head_sync: _Sync | None = None  # plain dicts and other non-weakrefable objects
@@ -486,10 +489,15 @@ class Repo:
             keep = min(base.keep, base.previous.length, len(snapshot.messages))
             base = MessageBase(base.previous, keep)
         written = write_snapshot(
-            self.db, snapshot, self.serializer, base=base, previous=previous, exclude_state=skip
+            self.objects,
+            snapshot,
+            self.serializer,
+            base=base,
+            previous=previous,
+            exclude_state=skip,
         )
         return WrittenSnapshot(
-            written.snapshot_id, written.messages, self.db.unknown(written.objects)
+            written.snapshot_id, written.messages, self.objects.unknown(written.objects)
         )
 
     def _apply(self, updates: Sequence[RefUpdate], objects: Mapping[ObjectId, bytes]) -> None:
@@ -499,11 +507,11 @@ class Repo:
         garbage since: the caller rebuilds its objects from scratch and tries again.
         """
         try:
-            self.store.update_refs(updates, objects, generation=self.db.generation)
+            self.store.update_refs(updates, objects, generation=self.objects.generation)
         except StaleCache as stale:
-            self.db.forget(stale.actual)
+            self.objects.forget(stale.actual)
             raise
-        self.db.mark_stored(objects)
+        self.objects.mark_stored(objects)
 
     def _after_write(self, obj: Any, adapter: Any, sync: _Sync) -> None:
         self._set_sync(obj, sync)
@@ -535,14 +543,14 @@ class Repo:
             their_commit = self._load_commit(theirs)
             theirs_snapshot = self._read(their_commit.snapshot).snapshot
             merged = merge_snapshots(base, ours, theirs_snapshot).snapshot
-            merged_written = write_snapshot(self.db, merged, self.serializer)
+            merged_written = write_snapshot(self.objects, merged, self.serializer)
             merge_fields = fields.for_merge(ref, theirs, ours_id)
             merge_id, merge_encoded = merge_fields.encode(
                 merged_written.snapshot_id, (theirs, ours_id)
             )
             objects = {
                 **ours_objects,
-                **self.db.unknown(merged_written.objects),
+                **self.objects.unknown(merged_written.objects),
                 merge_id: merge_encoded,
             }
             note = f"commit (merge): merged {to_hex(ours_id)[:12]} into {to_hex(theirs)[:12]}"
@@ -601,7 +609,7 @@ class Repo:
             return _commit_from(commit_id, commit_object)
 
     def _read(self, snapshot_id: ObjectId) -> ReadSnapshot:
-        return read_snapshot(self.db, snapshot_id, self.serializer)
+        return read_snapshot(self.objects, snapshot_id, self.serializer)
 
     def _branch_named(self, rev: str) -> str | None:
         """Return the full branch ref if ``rev`` is exactly an existing branch's name."""
@@ -618,7 +626,7 @@ class Repo:
     # --- reading ------------------------------------------------------------------
 
     def _load_commit(self, commit_id: ObjectId) -> CommitObject:
-        obj = self.db.load(commit_id)
+        obj = self.objects.load(commit_id)
         if not isinstance(obj, CommitObject):
             raise CorruptObject(to_hex(commit_id), f"expected a commit, found {type(obj).__name__}")
         return obj
@@ -638,7 +646,7 @@ class Repo:
     def show(self, rev: str = HEAD) -> Snapshot:
         """Return the snapshot stored at ``rev``."""
         commit_object = self._load_commit(self._resolve(rev))
-        return read_snapshot(self.db, commit_object.snapshot, self.serializer).snapshot
+        return read_snapshot(self.objects, commit_object.snapshot, self.serializer).snapshot
 
     def log(
         self, rev: str = HEAD, *, limit: int | None = None, all_parents: bool = False
@@ -665,7 +673,7 @@ class Repo:
     def _walk(
         self, starts: Sequence[ObjectId], *, limit: int | None, all_parents: bool
     ) -> Iterator[Commit]:
-        graph = CommitGraph(self.db)
+        graph = CommitGraph(self.objects)
         for commit_id, obj in walk(graph, starts, first_parent=not all_parents, limit=limit):
             yield _commit_from(commit_id, obj)
 
@@ -814,10 +822,10 @@ class Repo:
             serializer = serializer_for(state_codec, serializer)
         if not isinstance(snapshot, Snapshot):
             raise TypeError(f"snapshot must be a statevcs.Snapshot, got {type(snapshot).__name__}")
-        written = write_snapshot(self.db, snapshot, serializer)
-        pending = self.db.unknown(written.objects)
+        written = write_snapshot(self.objects, snapshot, serializer)
+        pending = self.objects.unknown(written.objects)
         self.store.put_many(pending)
-        self.db.mark_stored(pending)
+        self.objects.mark_stored(pending)
         return to_hex(written.snapshot_id)
 
     def read_snapshot(self, snapshot_id: str) -> Snapshot:
@@ -826,7 +834,7 @@ class Repo:
 
     def snapshot_codec(self, snapshot_id: str) -> str:
         """Return the name of the serializer a snapshot's state was written with."""
-        return load_snapshot_object(self.db, _parse_id(snapshot_id, "snapshot_id")).state_codec
+        return load_snapshot_object(self.objects, _parse_id(snapshot_id, "snapshot_id")).state_codec
 
     def write_commit(
         self,
@@ -843,13 +851,13 @@ class Repo:
         if isinstance(parents, (str, bytes)) or not isinstance(parents, Sequence):
             raise TypeError(f"parents must be a list of commit ids, got {type(parents).__name__}")
         snap = _parse_id(snapshot_id, "snapshot_id")
-        load_snapshot_object(self.db, snap)
+        load_snapshot_object(self.objects, snap)
         parent_ids = [_parse_id(p, "parents") for p in parents]
         for parent in parent_ids:
             self._load_commit(parent)
         commit_id, encoded = fields.encode(snap, parent_ids)
         self.store.put_many({commit_id: encoded})
-        self.db.mark_stored([commit_id])
+        self.objects.mark_stored([commit_id])
         return _commit_from(commit_id, self._load_commit(commit_id))
 
     def config_get(self, key: str) -> str | None:
@@ -871,7 +879,7 @@ class Repo:
         old = self._load_commit(self._resolve(a))
         new = self._load_commit(self._resolve(b))
         return diff_snapshots(
-            self.db, old.snapshot, new.snapshot, self.serializer, old_label=a, new_label=b
+            self.objects, old.snapshot, new.snapshot, self.serializer, old_label=a, new_label=b
         )
 
     def merge_base(self, a: str, b: str) -> str | None:
@@ -967,16 +975,16 @@ class Repo:
                 self.store, grace, dry_run=dry_run, progress=progress, expire_reflog=expire
             )
             if report.deleted and not dry_run:
-                self.db.forget()
+                self.objects.forget()
             return report
 
     def fsck(self) -> FsckReport:
         """Re-hash every object and check every ref and reachable link; never raises early."""
-        return check_repository(self.store, self.db)
+        return check_repository(self.store, self.objects)
 
     def stats(self) -> RepoStats:
         """Count objects and bytes, and estimate what a full copy per commit would cost."""
-        return measure_repository(self.store, self.db)
+        return measure_repository(self.store, self.objects)
 
 
 OnConflict = Literal["raise", "merge"]

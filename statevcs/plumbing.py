@@ -1,0 +1,232 @@
+"""Plumbing containers a :class:`~statevcs.repo.Repo` exposes: ``repo.objects``, ``repo.refs``.
+
+Like dulwich's ``repo.object_store`` and ``repo.refs``: raw access for tools (the git mirror,
+importers, third-party maintenance), with the same guarantees the porcelain relies on. Objects
+are written only through :meth:`ObjectDatabase.store`, and refs moved only through
+:meth:`Refs.update`, which together stay correct when another process collects garbage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from .errors import CorruptObject, MissingObject, SerializationError, StaleCache
+from .hashing import ObjectId, to_hex
+from .objectdb import ObjectDB
+from .objects import CommitObject, SnapshotObject, children, decode, encode_with_id
+from .serializers import StateSerializer, serializer_for
+from .snapshot import (
+    MessageBase,
+    ReadSnapshot,
+    Snapshot,
+    StoredMessages,
+    WrittenSnapshot,
+    load_snapshot_object,
+    read_snapshot,
+    read_values,
+    write_snapshot,
+)
+from .stores.base import Expected, ReflogEntry, RefUpdate, Store
+from .structures.maps import read_map
+
+
+class ObjectDatabase(ObjectDB):
+    """A repository's objects: verified, cached reads; writes safe against another's gc.
+
+    Adds the snapshot codec to :class:`~statevcs.objectdb.ObjectDB`: snapshots and commits to
+    and from objects, on binary ids.
+    """
+
+    def __init__(self, store: Store, serializer: StateSerializer) -> None:
+        super().__init__(store)
+        self.serializer = serializer
+        """The serializer state values are written with (the repository's)."""
+
+    # --- typed reads -------------------------------------------------------------------
+
+    def load_commit(self, commit_id: ObjectId) -> CommitObject:
+        """Return the commit ``commit_id`` (``CorruptObject`` if it is something else)."""
+        obj = self.load(commit_id)
+        if not isinstance(obj, CommitObject):
+            raise CorruptObject(to_hex(commit_id), f"expected a commit, found {type(obj).__name__}")
+        return obj
+
+    def load_snapshot(self, snapshot_id: ObjectId) -> SnapshotObject:
+        """Return the snapshot object ``snapshot_id`` (``CorruptObject`` otherwise)."""
+        return load_snapshot_object(self, snapshot_id)
+
+    def read_snapshot(self, snapshot_id: ObjectId) -> ReadSnapshot:
+        """Decode a snapshot into fresh Python objects (state through its own codec)."""
+        return read_snapshot(self, snapshot_id, self.serializer)
+
+    def read_state_bytes(self, snapshot_id: ObjectId) -> dict[str, bytes]:
+        """Return a snapshot's state values as their stored, still-serialized bytes."""
+        snap = self.load_snapshot(snapshot_id)
+        return read_values(self, read_map(self, snap.state), _RAW)
+
+    # --- writes --------------------------------------------------------------------------
+
+    def encode_snapshot(
+        self,
+        snapshot: Snapshot,
+        *,
+        state_codec: str | None = None,
+        base: MessageBase | None = None,
+        previous: StoredMessages | None = None,
+        exclude_state: frozenset[str] = frozenset(),
+        raw_state: bool = False,
+    ) -> WrittenSnapshot:
+        """Encode ``snapshot``; return its id and the objects not stored yet (nothing written).
+
+        ``state_codec`` names the serializer for state values (default: the repository's);
+        with ``raw_state=True`` state values are already-serialized ``bytes`` in that codec and
+        are stored verbatim (the git mirror's import path).
+        """
+        serializer = self.serializer
+        if state_codec is not None and state_codec != serializer.name:
+            serializer = serializer_for(state_codec, serializer)
+        if raw_state:
+            serializer = _RawBytes(serializer.name)
+        written = write_snapshot(
+            self,
+            snapshot,
+            serializer,
+            base=base,
+            previous=previous,
+            exclude_state=exclude_state,
+        )
+        return WrittenSnapshot(written.snapshot_id, written.messages, self.unknown(written.objects))
+
+    def encode_commit(self, commit: CommitObject) -> tuple[ObjectId, bytes]:
+        """Encode a commit object (already validated) and return ``(id, bytes)``."""
+        commit_id, encoded = encode_with_id(commit)
+        self.remember(commit_id, commit)
+        return commit_id, encoded
+
+    def put(self, objects: Mapping[ObjectId, bytes]) -> None:
+        """Write objects without moving a ref (they stay unreachable until a ref names them).
+
+        Their ids are only trusted as stored until the next collection: a ref move made with
+        :meth:`Refs.update` afterwards re-checks that nothing they need was collected.
+        """
+        if objects:
+            self.store.put_many(objects)
+            self.mark_stored(objects)
+
+    def missing_below(self, root: ObjectId) -> list[str]:
+        """Return problems (missing or corrupt objects) in everything ``root`` refers to."""
+        problems: list[str] = []
+        seen: set[ObjectId] = set()
+        frontier = [root]
+        while frontier:
+            batch = [i for i in dict.fromkeys(frontier) if i not in seen]
+            frontier = []
+            found = self.store.get_many(batch)
+            for object_id in batch:
+                seen.add(object_id)
+                data = found.get(object_id)
+                if data is None:
+                    problems.append(f"missing object {to_hex(object_id)}")
+                    continue
+                try:
+                    frontier.extend(children(decode(object_id, data)))
+                except CorruptObject as exc:
+                    problems.append(str(exc))
+        return problems
+
+
+class _RawBytes:
+    """Carries already-serialized state bytes through the snapshot codec unchanged."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def serialize(self, value: object, path: str = "value") -> bytes:
+        if not isinstance(value, bytes):
+            raise SerializationError(f"{path}: expected serialized bytes", path)
+        return value
+
+    def deserialize(self, data: bytes, path: str = "value") -> bytes:
+        return data
+
+    def validate(self, value: object, path: str = "value") -> None:
+        self.serialize(value, path)
+
+
+_RAW = _RawBytes("raw")
+
+
+class Refs:
+    """A repository's refs: full names to commit ids, moved only by compare-and-swap."""
+
+    def __init__(self, store: Store, objects: ObjectDatabase) -> None:
+        self._store = store
+        self._objects = objects
+
+    def get(self, name: str) -> ObjectId | None:
+        """Return the commit a full ref name points to, or ``None``."""
+        return self._store.get_ref(name)
+
+    def as_dict(self, prefix: str = "refs/") -> dict[str, ObjectId]:
+        """Return every ref under ``prefix``: ``{"refs/heads/main": commit id, ...}``."""
+        return self._store.list_refs(prefix)
+
+    def as_hex(self, prefix: str = "refs/") -> dict[str, str]:
+        """Return every ref under ``prefix`` with hex commit ids."""
+        return {name: to_hex(value) for name, value in self._store.list_refs(prefix).items()}
+
+    def default_branch(self) -> str | None:
+        """Return the full ref the stored ``HEAD`` names (the repository's default branch)."""
+        return self._store.get_symbolic("HEAD")
+
+    def set_default_branch(self, ref: str, message: str) -> None:
+        """Point the stored ``HEAD`` at ``ref``, logging the move in ``HEAD``'s reflog."""
+        self._store.set_symbolic("HEAD", ref, message=message)
+
+    def reflog(self, name: str) -> list[ReflogEntry]:
+        """Return how ``name`` moved, newest first."""
+        return self._store.reflog(name)
+
+    def delete_reflog(self, name: str) -> None:
+        """Forget the reflog of ``name``."""
+        self._store.delete_reflog(name)
+
+    def update(
+        self,
+        updates: Sequence[RefUpdate],
+        objects: Mapping[ObjectId, bytes] | None = None,
+        *,
+        verify: Iterable[ObjectId] = (),
+    ) -> None:
+        """Store ``objects`` and apply every compare-and-swap in one atomic step.
+
+        ``update`` is valid for the object database's caches: if another process collected
+        garbage since, the caches are dropped and ``StaleCache`` is raised (nothing written) so
+        the caller rebuilds its objects, unless ``objects`` is empty: then the commits named in
+        ``verify`` are checked to be whole and the update is retried once.
+        """
+        payload = dict(objects or {})
+        try:
+            self._store.update_refs(updates, payload, generation=self._objects.generation)
+        except StaleCache as stale:
+            self._objects.forget(stale.actual)
+            if payload:
+                raise
+            for commit_id in verify:
+                problems = self._objects.missing_below(commit_id)
+                if problems:
+                    raise MissingObject(
+                        to_hex(commit_id),
+                        f"it was garbage-collected by another process ({problems[0]})",
+                    ) from None
+            self._store.update_refs(updates, payload, generation=self._objects.generation)
+        self._objects.mark_stored(payload)
+
+    def move(self, name: str, new: ObjectId | None, expected: Expected, message: str) -> None:
+        """Compare-and-swap one ref, logging ``HEAD`` too when it is the default branch."""
+        log_also = ["HEAD"] if self.default_branch() == name else []
+        update = RefUpdate(name, new, expected, message, log_also)
+        self.update([update], verify=[new] if new is not None else [])
+
+
+__all__ = ["ObjectDatabase", "Refs"]
