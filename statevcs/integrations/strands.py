@@ -31,6 +31,7 @@ See ``docs/strands.md`` for the full rule and its caveats.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import threading
@@ -49,6 +50,7 @@ from strands.hooks import (
     AfterNodeCallEvent,
     AgentInitializedEvent,
     BeforeInvocationEvent,
+    BeforeMultiAgentInvocationEvent,
     HookProvider,
     HookRegistry,
     MessageAddedEvent,
@@ -61,15 +63,23 @@ from strands.multiagent.swarm import Swarm
 from strands.session import SessionManager
 from strands.types.content import Message
 
-from ..adapters import current_repo, register_adapter, transient_keys
-from ..errors import StateVCSError, UnsupportedObject
-from ..refs import check_short_name
+from ..adapters import adapter_for, current_repo, register_adapter, transient_keys
+from ..errors import (
+    MergeConflict,
+    RefConflict,
+    RefExists,
+    RefNotFound,
+    StateVCSError,
+    UnsupportedObject,
+)
+from ..hashing import to_hex
+from ..refs import branch_ref, check_short_name, short_name
 from ..snapshot import Snapshot
 
 if TYPE_CHECKING:
     from strands.types._snapshot import SnapshotField
 
-    from ..repo import Commit, Repo
+    from ..repo import Commit, OnConflict, Repo
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +107,7 @@ BIDI_SNAPSHOT_FIELDS: tuple[str, ...] = ("messages", "state", "system_prompt")
 CommitOn = Literal["message", "invocation", "tool_call"]
 """When :class:`StateVCSSessionManager` and :class:`AutoCommit` commit (see their docs)."""
 _COMMIT_ON: tuple[str, ...] = ("message", "invocation", "tool_call")
+_ON_CONFLICT: tuple[str, ...] = ("raise", "merge")
 
 _SCHEMA_VERSION = "1.0"
 _FIELDS_KEY = "fields"
@@ -591,7 +602,11 @@ class StrandsAgentAdapter:
         self.restore_parts(obj, fields, messages, snapshot.state, snapshot.extras)
         # The repository now holds snapshot.messages as this agent's last sync.
         held = list(obj.messages) if messages is not None else []
-        self._tracker.restored(obj, current_repo(), held)
+        repo = current_repo()
+        self._tracker.restored(obj, repo, held)
+        # Recorded so that is_clean is exact right after a checkout (close() relies on it).
+        _live, state, extras = self.capture_parts(obj)
+        self._tracker.note_fields(obj, repo, state, extras)
 
     def fields_to_restore(self, agent: Any, kind: str, extras: Mapping[str, Any]) -> list[str]:
         """The snapshot fields a checkout of a ``kind`` snapshot sets on ``agent``."""
@@ -781,6 +796,16 @@ class StrandsOrchestratorAdapter:
 
     def capture(self, obj: Any) -> Snapshot:
         """Capture the orchestrator's execution state and every node agent."""
+        live, state, extras = self.capture_parts(obj)
+        repo = current_repo()
+        self._tracker.capture(obj, repo, live)
+        self._tracker.note_fields(obj, repo, state, extras)
+        return Snapshot.model_construct(
+            kind=_orchestrator_kind(obj), messages=live, state=state, extras=extras
+        )
+
+    def capture_parts(self, obj: Any) -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
+        """Return ``(messages of all nodes back to back, state, extras)`` of an orchestrator."""
         live: list[Any] = []
         state: dict[str, Any] = {}
         nodes: dict[str, Any] = {}
@@ -805,13 +830,7 @@ class StrandsOrchestratorAdapter:
             live.extend(messages)
             for key, value in agent_state.items():
                 state[f"{path}/{key}"] = value
-        extras_out = {_ORCHESTRATORS_KEY: orchestrators, _NODES_KEY: nodes}
-        repo = current_repo()
-        self._tracker.capture(obj, repo, live)
-        self._tracker.note_fields(obj, repo, state, extras_out)
-        return Snapshot.model_construct(
-            kind=_orchestrator_kind(obj), messages=live, state=state, extras=extras_out
-        )
+        return live, state, {_ORCHESTRATORS_KEY: orchestrators, _NODES_KEY: nodes}
 
     def restore(self, obj: Any, snapshot: Snapshot) -> None:
         """Restore the orchestrator's execution state, then every node agent, in place."""
@@ -850,7 +869,10 @@ class StrandsOrchestratorAdapter:
                     messages = snapshot.messages[start : start + count]
                 self._agents.restore_parts(item, fields, messages, node_state, node["extras"])
             held.extend(item.messages)
-        self._tracker.restored(obj, current_repo(), held)
+        repo = current_repo()
+        self._tracker.restored(obj, repo, held)
+        _live, state, extras = self.capture_parts(obj)
+        self._tracker.note_fields(obj, repo, state, extras)
 
     def unchanged_prefix(self, obj: Any) -> int | None:
         """Leading messages (all nodes, back to back) unchanged since the last sync."""
@@ -863,6 +885,11 @@ class StrandsOrchestratorAdapter:
             current_repo(),
             lambda: [item.messages for what, _path, item in _walk(obj) if what == "agent"],
         )
+
+    def is_clean(self, obj: Any, repo: Repo) -> bool:
+        """Whether the orchestrator and its nodes equal their last sync with ``repo``."""
+        live, state, extras = self.capture_parts(obj)
+        return self._tracker.is_clean(obj, repo, live, state, extras)
 
 
 # --- committing from hooks ----------------------------------------------------------------------
@@ -912,17 +939,31 @@ class _Committer:
     are committed when added. Every mode also commits at the end of each invocation.
     """
 
-    def __init__(self, repo: Repo, on: str, branch: str | None, author: str | None) -> None:
-        if on not in _COMMIT_ON:
-            raise StateVCSError(
-                f"commit_on must be one of {', '.join(map(repr, _COMMIT_ON))}, got {on!r}"
-            )
+    def __init__(
+        self,
+        repo: Repo,
+        on: str,
+        branch: str | None,
+        author: str | None,
+        on_conflict: str,
+        recovery: Callable[[str], str],
+    ) -> None:
+        from ..repo import Repo
+
+        if not isinstance(repo, Repo):
+            raise TypeError(f"repo must be a statevcs.Repo, got {type(repo).__name__}")
+        _check_choice(on, "commit_on", _COMMIT_ON)
+        _check_choice(on_conflict, "on_conflict", _ON_CONFLICT)
+        if author is not None and not isinstance(author, str):
+            raise TypeError(f"author must be a str or None, got {type(author).__name__}")
         if branch is not None:
             check_short_name(branch)
         self.repo = repo
         self.on = on
         self.branch = branch
         self.author = author
+        self.on_conflict = cast("OnConflict", on_conflict)
+        self._recovery = recovery
         self._sessions: dict[int, tuple[weakref.ref[Any], _AgentSession]] = {}
         self._lock = threading.RLock()
 
@@ -941,9 +982,67 @@ class _Committer:
 
     def commit(self, obj: Any, message: str, metadata: dict[str, Any]) -> Commit:
         with self._lock:
-            return self.repo.commit(
-                obj, message, metadata=metadata, author=self.author, branch=self.branch
-            )
+            try:
+                return self.repo.commit(
+                    obj,
+                    message,
+                    metadata=metadata,
+                    author=self.author,
+                    branch=self.branch,
+                    on_conflict=self.on_conflict,
+                )
+            except RefConflict as conflict:
+                if conflict.actual is None:
+                    raise  # the branch was deleted: the core's advice (another branch) fits
+                branch = self.branch or short_name(conflict.ref)
+                raise RefConflict(
+                    conflict.ref,
+                    conflict.expected,
+                    conflict.actual,
+                    f"branch {branch!r} is at {conflict.actual[:12]}, but this agent was last "
+                    f"synced with {(conflict.expected or '(nothing)')[:12]}: another worker "
+                    "committed since. Nothing was written; the agent still holds its unsaved "
+                    f"change. {self._recovery(branch)}",
+                ) from None
+            except MergeConflict as conflict:
+                branch = self.branch or self.repo.attached_branch(obj) or "?"
+                raise MergeConflict(
+                    f"{conflict}. Nothing was written; the agent still holds its unsaved change. "
+                    "Two agents appending to one conversation cannot be merged: give each "
+                    "worker its own branch and merge them, or let workers on one branch take "
+                    f"turns. {self._recovery(branch)}",
+                    conflict.keys,
+                    extras_keys=conflict.extras_keys,
+                    messages=conflict.messages,
+                    kind=conflict.kind,
+                ) from None
+
+    def check_current(self, obj: Any) -> None:
+        """Raise ``RefConflict`` before a call starts if the branch moved past ``obj``'s sync.
+
+        With ``on_conflict="raise"`` the call's commits would all fail; failing first saves
+        the model calls and leaves the agent unchanged. One ref read.
+        """
+        if self.on_conflict != "raise":
+            return
+        repo = self.repo
+        synced = repo.synced_commit(obj)
+        branch = self.branch or repo.attached_branch(obj)
+        if synced is None or branch is None:
+            return
+        ref = branch_ref(branch)
+        tip = repo.store.get_ref(ref)
+        if tip is None or to_hex(tip) == synced:
+            return  # a missing branch is created (or reported) by the commit itself
+        actual = to_hex(tip)
+        raise RefConflict(
+            ref,
+            synced,
+            actual,
+            f"branch {branch!r} moved to {actual[:12]} since this agent was last synced with "
+            f"{synced[:12]}: another worker committed. The call did not start and nothing was "
+            f"written. {self._recovery(branch)}",
+        )
 
     def register(self, registry: HookRegistry) -> None:
         registry.add_callback(BeforeInvocationEvent, self._on_before_invocation)
@@ -951,6 +1050,7 @@ class _Committer:
         registry.add_callback(MessageUpdatedEvent, self._on_message_updated)
         registry.add_callback(AfterModelCallEvent, self._on_after_model_call)
         registry.add_callback(AfterInvocationEvent, self._on_after_invocation)
+        registry.add_callback(BeforeMultiAgentInvocationEvent, self._on_before_multi_agent)
         registry.add_callback(AfterNodeCallEvent, self._on_after_node_call)
         registry.add_callback(AfterMultiAgentInvocationEvent, self._on_after_multi_agent)
         try:
@@ -963,6 +1063,7 @@ class _Committer:
 
     # agent events
     def _on_before_invocation(self, event: BeforeInvocationEvent) -> None:
+        self.check_current(event.agent)
         self.session(event.agent).turn += 1
 
     def _on_message_added(self, event: MessageAddedEvent) -> None:
@@ -983,7 +1084,7 @@ class _Committer:
             )
         else:
             return
-        self._flush(agent)
+        self.flush(agent)
         if role == "user" and not isinstance(agent, BidiAgent):
             # A guardrail may still redact this message during the next model call.
             session.pending = checkpoint
@@ -1004,12 +1105,12 @@ class _Committer:
     def _on_after_model_call(self, event: AfterModelCallEvent) -> None:
         # A failed call is usually retried, and the retry may still redact the prompt.
         if event.stop_response is not None:
-            self._flush(event.agent)
+            self.flush(event.agent)
 
     def _on_after_invocation(self, event: AfterInvocationEvent) -> None:
         agent = event.agent
         session = self.session(agent)
-        self._flush(agent)
+        self.flush(agent)
         if self.on == "invocation":
             self.commit(
                 agent, f"turn {session.turn}", {"event": "invocation", "turn": session.turn}
@@ -1020,12 +1121,12 @@ class _Committer:
 
     def _on_bidi_stop(self, event: Any) -> None:
         agent = event.agent
-        self._flush(agent)
+        self.flush(agent)
         if self.on != "invocation" and _AGENTS.is_clean(agent, self.repo):
             return
         self.commit(agent, "stop", {"event": "stop"})
 
-    def _flush(self, agent: Any) -> bool:
+    def flush(self, agent: Any) -> bool:
         session = self.session(agent)
         checkpoint = session.pending
         if checkpoint is None:
@@ -1037,7 +1138,7 @@ class _Committer:
     def redact(self, agent: Any) -> None:
         """Commit now: the latest message was just redacted (pending checkpoints included)."""
         session = self.session(agent)
-        if self._flush(agent):
+        if self.flush(agent):
             return
         self.commit(
             agent,
@@ -1046,6 +1147,9 @@ class _Committer:
         )
 
     # orchestrator events
+    def _on_before_multi_agent(self, event: BeforeMultiAgentInvocationEvent) -> None:
+        self.check_current(event.source)
+
     def _on_after_node_call(self, event: AfterNodeCallEvent) -> None:
         session = self.session(event.source)
         self.commit(
@@ -1068,6 +1172,15 @@ def _tools_meta(tools: list[str]) -> dict[str, Any]:
     return {"tools": tools} if tools else {}
 
 
+def _check_choice(value: object, argument: str, choices: tuple[str, ...]) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{argument} must be a str, got {type(value).__name__}")
+    if value not in choices:
+        raise StateVCSError(
+            f"{argument} must be one of {', '.join(map(repr, choices))}, got {value!r}"
+        )
+
+
 class AutoCommit(HookProvider):
     """Hook provider that commits an agent (or Swarm/Graph) as it runs; keep your session manager.
 
@@ -1076,7 +1189,8 @@ class AutoCommit(HookProvider):
     commits at the end of each invocation if anything changed, and orchestrators commit after every
     node and every invocation. Commits go to ``branch`` if given, else to the branch the agent
     is attached to (``repo.commit`` rules). Commits run synchronously in the hook, so the agent
-    waits exactly as long as one commit takes.
+    waits exactly as long as one commit takes. ``on_conflict`` is passed to ``repo.commit``
+    (see :class:`StateVCSSessionManager` for what a conflict does to a call).
 
         agent = Agent(model=..., hooks=[AutoCommit(repo, on="tool_call")])
     """
@@ -1088,9 +1202,10 @@ class AutoCommit(HookProvider):
         *,
         branch: str | None = None,
         author: str | None = None,
+        on_conflict: OnConflict = "raise",
     ) -> None:
         """Commit to ``repo`` on the chosen events."""
-        self._committer = _Committer(repo, on, branch, author)
+        self._committer = _Committer(repo, on, branch, author, on_conflict, _autocommit_recovery)
 
     @property
     def repo(self) -> Repo:
@@ -1100,6 +1215,55 @@ class AutoCommit(HookProvider):
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         """Register the commit callbacks."""
         self._committer.register(registry)
+
+
+def _autocommit_recovery(branch: str) -> str:
+    return (
+        f"repo.checkout(agent, {branch!r}) loads the branch head into the agent (dropping the "
+        "unsaved change); then run the call again. Or use AutoCommit(..., on_conflict='merge')"
+    )
+
+
+def _session_recovery(branch: str) -> str:
+    return (
+        "Call session_manager.reload() to load the branch head into the agent (dropping the "
+        "unsaved change), then run the call again; or keep the change with "
+        "repo.commit(agent, branch='another-branch'). See docs/strands.md, 'Several workers "
+        "on one session'"
+    )
+
+
+def _counter_of(repo: Repo, head: Commit, counter: str) -> int:
+    """The turn (or invocation) count a resumed session continues from."""
+
+    def count(commit: Commit) -> int | None:
+        value = commit.metadata.get(counter)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    value = count(head)
+    if value is None:
+        # Merge commits (on_conflict="merge", repo.merge) carry no counter: continue from the
+        # highest count on the nearest counted commit of each line of history.
+        found: list[int] = []
+        seen = {head.id}
+        frontier = list(head.parents)
+        while frontier:
+            parents: list[str] = []
+            for commit_id in frontier:
+                if commit_id in seen:
+                    continue
+                seen.add(commit_id)
+                commit = repo.get_commit(commit_id)
+                counted = count(commit)
+                if counted is None:
+                    parents.extend(commit.parents)
+                else:
+                    found.append(counted)
+            frontier = parents
+        value = max(found, default=0)
+    if head.metadata.get("event") == "node":
+        value -= 1  # stopped inside an orchestrator invocation: resuming continues it
+    return max(0, value)
 
 
 class StateVCSSessionManager(SessionManager):
@@ -1119,8 +1283,21 @@ class StateVCSSessionManager(SessionManager):
     (``"node researcher"``) and every invocation, one commit holding the orchestrator and all its
     node agents. Commits run inline in the hook: the agent waits exactly one commit.
 
-        session = StateVCSSessionManager(repo, branch="session-42", commit_on="invocation")
-        agent = Agent(model=..., session_manager=session)
+    **Other writers.** If another worker (another ``Repo`` handle or process) committed to the
+    branch since this agent last synced, ``on_conflict="raise"`` (default) makes the agent call
+    raise :class:`~statevcs.RefConflict` -- before it starts when the move is already visible,
+    else from the commit at its end, with the agent still holding the unsaved turn -- and
+    nothing is written. :meth:`reload` loads the branch head into the agent; then run the call
+    again. ``on_conflict="merge"`` merges three-way instead (see ``docs/strands.md``); two
+    conversations that both grew cannot merge and raise :class:`~statevcs.MergeConflict`.
+
+    Strands has no end-of-life hook for session managers: state changed after the last commit
+    (``agent.state.set(...)`` after the last call) is committed by :meth:`close`, or by leaving
+    a ``with`` block.
+
+        with StateVCSSessionManager(repo, branch="session-42") as session:
+            agent = Agent(model=..., session_manager=session)
+            agent("Plan a trip to Lisbon")
     """
 
     def __init__(
@@ -1132,18 +1309,30 @@ class StateVCSSessionManager(SessionManager):
         start: str | None = None,
         author: str | None = None,
         session_id: str | None = None,
+        on_conflict: OnConflict = "raise",
     ) -> None:
         """Persist one agent or orchestrator on ``branch`` of ``repo``.
 
         ``start`` is the revision a new branch starts from (default: the agent's initial state);
-        ``session_id`` defaults to the branch name (Strands uses it, e.g., for prompt caching).
+        ``session_id`` defaults to the branch name (Strands uses it, e.g., for prompt caching);
+        ``on_conflict`` is passed to ``repo.commit`` (``"raise"`` or ``"merge"``).
         """
-        self._committer = _Committer(repo, commit_on, branch, author)
+        if not isinstance(branch, str):
+            raise TypeError(f"branch must be a str, got {type(branch).__name__}")
+        if start is not None and not isinstance(start, str):
+            raise TypeError(f"start must be a str or None, got {type(start).__name__}")
+        if session_id is not None and not isinstance(session_id, str):
+            raise TypeError(f"session_id must be a str or None, got {type(session_id).__name__}")
+        self._committer = _Committer(
+            repo, commit_on, branch, author, on_conflict, _session_recovery
+        )
         self.branch = branch
         self.commit_on = commit_on
+        self.on_conflict = on_conflict
         self.start = start
         self.session_id = session_id or branch
         self._bound: weakref.ref[Any] | None = None
+        self._counter = "turn"
 
     @property
     def repo(self) -> Repo:
@@ -1162,7 +1351,7 @@ class StateVCSSessionManager(SessionManager):
     def _on_multi_agent_initialized(self, event: MultiAgentInitializedEvent) -> None:
         self.initialize_multi_agent(event.source)
 
-    def _bind(self, obj: Any) -> None:
+    def _bind(self, obj: Any, counter: str) -> None:
         bound = self._bound() if self._bound is not None else None
         if bound is not None and bound is not obj:
             raise StateVCSError(
@@ -1171,45 +1360,127 @@ class StateVCSSessionManager(SessionManager):
                 "own StateVCSSessionManager (and branch)"
             )
         self._bound = weakref.ref(obj)
+        self._counter = counter
 
-    def _resume(self, obj: Any, counter: str) -> bool:
+    def _bound_object(self, obj: Any | None, action: str) -> Any:
+        bound = self._bound() if self._bound is not None else None
+        if bound is None:
+            raise StateVCSError(
+                f"this StateVCSSessionManager has no agent to {action} yet; create the agent "
+                "with session_manager=... first"
+            )
+        if obj is not None and obj is not bound:
+            raise StateVCSError(
+                f"this StateVCSSessionManager persists {type(bound).__name__} "
+                f"{getattr(bound, 'name', '')!r}, not the object passed; {action} that one "
+                "through its own session manager"
+            )
+        return bound
+
+    def _resume(self, obj: Any) -> Commit | None:
+        """Check out the branch head into ``obj``; ``None`` if the branch does not exist."""
         repo = self.repo
-        if self.branch not in repo.branches():
+        if repo.store.get_ref(branch_ref(self.branch)) is None:
             if self.start is None:
-                return False
-            repo.branch(self.branch, start=self.start)
+                return None
+            with contextlib.suppress(RefExists):  # another worker created it: resume that
+                repo.branch(self.branch, start=self.start)
         head = repo.checkout(obj, self.branch)
-        value = head.metadata.get(counter, 0)
-        value = value if isinstance(value, int) else 0
-        if head.metadata.get("event") == "node":
-            value -= 1  # stopped inside an orchestrator invocation: resuming continues it
-        self._committer.session(obj).turn = max(0, value)
-        return True
+        self._committer.session(obj).turn = _counter_of(repo, head, self._counter)
+        return head
+
+    def _start(self, obj: Any) -> None:
+        """Create the branch with ``obj``'s initial state, unless another worker just did."""
+        repo = self.repo
+        snapshot = adapter_for(obj).capture(obj)
+        snapshot_id = repo.write_snapshot(snapshot)
+        first = repo.write_commit(
+            snapshot_id,
+            [],
+            "start session",
+            author=self._committer.author,
+            metadata={"event": "start", self._counter: 0},
+        )
+        # Only ever creates the branch: a worker that lost the race resumes the winner's
+        # session instead of committing its own start on top of the winner's turns.
+        with contextlib.suppress(RefConflict):
+            repo.set_ref(
+                branch_ref(self.branch),
+                first.id,
+                expected=None,
+                reflog_message="commit (initial): start session",
+            )
+        self._resume(obj)
 
     def initialize(self, agent: Any, **kwargs: Any) -> None:
         """Restore ``agent`` from the branch head, or commit its initial state on a new branch."""
-        self._bind(agent)
+        self._bind(agent, "turn")
         had_messages = bool(agent.messages)
-        if self._resume(agent, "turn"):
-            if had_messages:
-                logger.warning(
-                    "agent_id=<%s>, branch=<%s> | the agent's initial messages were replaced by "
-                    "the session's history",
-                    agent.agent_id,
-                    self.branch,
-                )
-            model = getattr(agent, "model", None)
-            if getattr(model, "stateful", False) and agent.messages:
-                # Stateful models keep history server-side; Strands drops restored messages too.
-                agent.messages = []
+        if self._resume(agent) is None:
+            self._start(agent)
             return
-        self._committer.commit(agent, "start session", {"event": "start", "turn": 0})
+        if had_messages:
+            logger.warning(
+                "agent_id=<%s>, branch=<%s> | the agent's initial messages were replaced by "
+                "the session's history",
+                agent.agent_id,
+                self.branch,
+            )
+        model = getattr(agent, "model", None)
+        if getattr(model, "stateful", False) and agent.messages:
+            # Stateful models keep history server-side; Strands drops restored messages too.
+            agent.messages = []
 
     def initialize_multi_agent(self, source: MultiAgentBase, **kwargs: Any) -> None:
         """Restore a Swarm/Graph (and its node agents) from the branch head, or start the branch."""
-        self._bind(source)
-        if not self._resume(source, "invocation"):
-            self._committer.commit(source, "start session", {"event": "start", "invocation": 0})
+        self._bind(source, "invocation")
+        if self._resume(source) is None:
+            self._start(source)
+
+    def reload(self, agent: Any | None = None) -> Commit:
+        """Load the branch head into the agent, dropping what it has not committed; return the head.
+
+        The recovery after a :class:`~statevcs.RefConflict` (another worker committed to the
+        branch): reload, then run the call again on top of the other worker's turns. ``agent``
+        defaults to the agent (or orchestrator) this manager persists.
+        """
+        obj = self._bound_object(agent, "reload")
+        head = self._resume(obj)
+        if head is None:
+            raise RefNotFound(
+                f"branch {self.branch!r} no longer exists; keep the agent's state with "
+                f"repo.commit(agent, branch={self.branch!r}) or use another session branch"
+            )
+        self._committer.session(obj).pending = None
+        return head
+
+    def close(self) -> Commit | None:
+        """Commit whatever changed since the last commit; return it (``None``: nothing changed).
+
+        Strands gives session managers no end-of-life hook, so with ``commit_on="invocation"``
+        state set after the last agent call reaches the repository only here (or by leaving a
+        ``with`` block). The repository stays open: it is yours to close. Safe to call twice.
+        """
+        bound = self._bound() if self._bound is not None else None
+        if bound is None:
+            return None
+        committer = self._committer
+        committer.flush(bound)
+        is_clean = getattr(adapter_for(bound), "is_clean", None)
+        if callable(is_clean) and is_clean(bound, self.repo):
+            return None
+        count = committer.session(bound).turn
+        label = f"turn {count}: close" if self._counter == "turn" else "close"
+        return committer.commit(bound, label, {"event": "close", self._counter: count})
+
+    def __enter__(self) -> StateVCSSessionManager:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
+        # After an exception the agent may be mid-turn, and a second error from the commit
+        # would hide the first: commit only on a clean exit.
+        if exc_type is None:
+            self.close()
 
     def append_message(self, message: Message, agent: Any, **kwargs: Any) -> None:
         """No-op: commits happen on the lifecycle hooks (see ``commit_on``)."""
