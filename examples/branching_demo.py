@@ -9,11 +9,16 @@ commit ids are the same on every run.
     statevcs -C demo-repo log --graph
     statevcs -C demo-repo show main --messages
     statevcs -C demo-repo diff main budget
+
+Without a folder argument it creates the repository in a new temporary folder (kept, and
+printed), never in the current directory.
 """
 
 from __future__ import annotations
 
+import shlex
 import sys
+import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -125,10 +130,19 @@ def build(path: Path) -> statevcs.Repo:
 
 
 def main(argv: list[str]) -> int:
-    """Create the repository named on the command line (default ``demo-repo``)."""
-    path = Path(argv[1] if len(argv) > 1 else "demo-repo")
+    """Create the repository named on the command line (default: in a new temporary folder)."""
+    chosen = len(argv) > 1
+    if chosen:
+        path = Path(argv[1])
+    else:
+        path = Path(tempfile.mkdtemp(prefix="statevcs-demo-")) / "demo-repo"
     with build(path) as repo:
         print(f"created {path} with branches {', '.join(sorted(repo.branches()))}")
+    if not chosen:  # a folder you named needs no reminder (and scripts read this one line)
+        where = shlex.quote(str(path))
+        print("inspect it with:")
+        print(f"  statevcs -C {where} log --graph")
+        print(f"  statevcs -C {where} diff main budget")
     return 0
 
 

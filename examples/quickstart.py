@@ -1,12 +1,15 @@
 """statevcs quickstart: commit an agent's state every turn, travel back, branch, measure.
 
-Run: ``python examples/quickstart.py [REPO_FOLDER]`` (default: a fresh temporary folder).
-It needs no network and no model: the "agent" is a plain dict whose ``messages`` list is the
-conversation and whose other keys are state, exactly what ``repo.commit`` accepts.
+Run: ``python examples/quickstart.py [REPO_FOLDER]``. By default the repository goes into a new
+temporary folder, which is kept so that you can look at it with the command line afterwards
+(the last lines printed say how). It needs no network and no model: the "agent" is a plain dict
+whose ``messages`` list is the conversation and whose other keys are state, exactly what
+``repo.commit`` accepts.
 """
 
 from __future__ import annotations
 
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -21,6 +24,7 @@ def reply(question: str, turn: int) -> str:
 
 
 def main(folder: Path) -> None:
+    """Run the walkthrough in a new repository at ``folder``."""
     repo = statevcs.Repo.init(folder)
     print(f"repository: {repo.url}")
 
@@ -77,11 +81,12 @@ def main(folder: Path) -> None:
     report = repo.fsck()
     print(f"  fsck               {'ok' if report.ok else report.problems}")
     repo.close()
+    print(f"\nThe repository stays in {folder}; inspect it with:")
+    print(f"  statevcs -C {shlex.quote(str(folder))} log --graph")
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1:
         main(Path(sys.argv[1]))
     else:
-        with tempfile.TemporaryDirectory(prefix="statevcs-quickstart-") as tmp:
-            main(Path(tmp) / "history")
+        main(Path(tempfile.mkdtemp(prefix="statevcs-quickstart-")) / "history")

@@ -1,6 +1,7 @@
 """Three experiments branched from one Strands conversation, compared with ``repo.diff``.
 
-Run: ``python examples/strands_branching.py [REPO_FOLDER]`` (default: a temporary folder).
+Run: ``python examples/strands_branching.py [REPO_FOLDER]``. By default the repository goes into a
+new temporary folder, which is kept for the command line (the last lines printed say how).
 
 A planner agent talks for six turns on ``main``. Then three experiments -- ``exp/budget``,
 ``exp/luxury`` and ``exp/family`` -- each start a fresh agent from that shared prefix with
@@ -12,6 +13,7 @@ shared prefix is stored once. It runs offline on ``ScriptedModel``; pass a real 
 
 from __future__ import annotations
 
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -112,8 +114,14 @@ def main(folder: Path) -> None:
         f"  the {prefix_bytes:,}-byte prefix (shared, stored once); dedup {stats.dedup_ratio:.1f}x"
     )
     repo.close()
+    where = shlex.quote(str(folder))
+    print(f"\nThe repository stays in {folder}; inspect it with:")
+    print(f"  statevcs -C {where} log --graph")
+    print(f"  statevcs -C {where} diff exp/budget exp/luxury")
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp()) / "history"
-    main(target)
+    if len(sys.argv) > 1:
+        main(Path(sys.argv[1]))
+    else:
+        main(Path(tempfile.mkdtemp(prefix="statevcs-strands-branching-")) / "history")

@@ -1,14 +1,16 @@
 """statevcs + Strands Agents: commit a live agent every turn, travel back, branch, measure.
 
-Run: ``python examples/strands_quickstart.py [REPO_FOLDER]`` (default: a fresh temporary folder).
-It runs offline: the agent is a real ``strands.Agent`` whose model is ``ScriptedModel``, which
-replays scripted replies and tool calls the way a real provider streams them. To use a real
-model, pass e.g. ``model=BedrockModel(model_id=...)`` or ``model=OpenAIModel(...)`` instead;
-nothing else changes.
+Run: ``python examples/strands_quickstart.py [REPO_FOLDER]``. By default the repository goes into
+a new temporary folder, which is kept so that you can inspect it with the command line (the last
+lines printed say how). It runs offline: the agent is a real ``strands.Agent`` whose model is
+``ScriptedModel``, which replays scripted replies and tool calls the way a real provider streams
+them. To use a real model, pass e.g. ``model=BedrockModel(model_id=...)`` or
+``model=OpenAIModel(...)`` instead; nothing else changes.
 """
 
 from __future__ import annotations
 
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -93,17 +95,19 @@ def main(folder: Path) -> None:
         print(f"  {line}")
 
     print("\n$ a session manager: restart a 'process' and resume the same branch")
-    session = StateVCSSessionManager(repo, branch="session-42", commit_on="invocation")
-    first = Agent(
-        model=ScriptedModel([answer("Porto")]), session_manager=session, callback_handler=None
-    )
-    first("Plan a weekend in Porto.")
+    with StateVCSSessionManager(repo, branch="session-42", commit_on="invocation") as session:
+        first = Agent(
+            model=ScriptedModel([answer("Porto")]), session_manager=session, callback_handler=None
+        )
+        first("Plan a weekend in Porto.")  # committed when the call ends: 'turn 1'
+        first.state.set("booked", False)  # set after the last call: committed on leaving 'with'
     resumed = Agent(
         model=ScriptedModel([]),
         session_manager=StateVCSSessionManager(repo, branch="session-42"),
         callback_handler=None,
     )
     print(f"  a fresh Agent on 'session-42' starts with {len(resumed.messages)} messages")
+    print(f"  and state {resumed.state.get()}")
     print(f"  log: {[c.message for c in repo.log('session-42')]}")
 
     stats = repo.stats()
@@ -114,8 +118,14 @@ def main(folder: Path) -> None:
     print(f"  a full copy per commit would be {stats.naive_bytes:,} bytes")
     print(f"  dedup ratio: {stats.dedup_ratio:.1f}x (every message is stored once)")
     repo.close()
+    where = shlex.quote(str(folder))
+    print(f"\nThe repository stays in {folder}; inspect it with:")
+    print(f"  statevcs -C {where} log --graph          # every branch")
+    print(f"  statevcs -C {where} show session-42 --messages")
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp()) / "history"
-    main(target)
+    if len(sys.argv) > 1:
+        main(Path(sys.argv[1]))
+    else:
+        main(Path(tempfile.mkdtemp(prefix="statevcs-strands-quickstart-")) / "history")
