@@ -7,7 +7,7 @@ k items rewrites only the rightmost path (k items + O(log n) nodes); two lists t
 prefix share every node of that prefix; and a diff skips equal, aligned subtrees.
 
 Encoded nodes are written into an ``out`` dict (id -> bytes) the caller persists: exactly the
-new nodes reachable from the returned root.
+new nodes the returned root reaches.
 
 Every walk is iterative, and checks that each child sits one level below its parent and holds
 as many items as its parent says: a damaged or crafted store gives ``CorruptObject``, never
@@ -46,29 +46,32 @@ def _chunk(level: int, ids: Sequence[ObjectId], counts: Sequence[int]) -> list[L
 
 
 class _Builder:
-    """Encodes nodes and, once the root is known, writes the new ones reachable from it."""
+    """Encodes nodes into ``out`` and remembers fresh nodes so they need no re-read."""
 
     def __init__(self, reader: ObjectReader | None, out: dict[ObjectId, bytes]) -> None:
         self.reader = reader
         self.out = out
-        self.fresh: dict[ObjectId, tuple[ListNode, bytes]] = {}
+        self.fresh: dict[ObjectId, ListNode] = {}
 
     def store(self, node: ListNode) -> tuple[ObjectId, int]:
         object_id, data = encode_with_id(node)
-        self.fresh[object_id] = (node, data)
+        self.out[object_id] = data
+        self.fresh[object_id] = node
         return object_id, node.total
 
     def node(self, object_id: ObjectId) -> ListNode:
         fresh = self.fresh.get(object_id)
         if fresh is not None:
-            return fresh[0]
+            return fresh
         assert self.reader is not None
         return load_node(self.reader, object_id)
 
     def finish(self, produced: list[ListNode]) -> ObjectId:
         """Stack levels until one node remains, collapse single-entry roots, return the root."""
         root_id = self._root(produced)
-        self._write_from(root_id)
+        if self.reader is not None:
+            for object_id, node in self.fresh.items():
+                self.reader.remember(object_id, node)
         return root_id
 
     def _root(self, produced: list[ListNode]) -> ObjectId:
@@ -79,6 +82,8 @@ class _Builder:
                 node = produced[0]
                 root_id: ObjectId | None = None
                 while node.level > 0 and len(node.ids) == 1:
+                    if root_id is not None:
+                        self._drop(root_id)
                     root_id = node.ids[0]
                     node = self.node(root_id)
                 return self.store(node)[0] if root_id is None else root_id
@@ -86,22 +91,12 @@ class _Builder:
             refs = [self.store(n) for n in produced]
             produced = _chunk(level, [r[0] for r in refs], [r[1] for r in refs])
 
-    def _write_from(self, root_id: ObjectId) -> None:
-        # Nodes are encoded as soon as a parent needs their id, but a splice's upper levels may
-        # collapse into single-entry wrappers that the final root skips: write only what the
-        # root reaches. Old nodes are not in ``fresh``; their subtrees are stored already.
-        stack = [root_id]
-        while stack:
-            object_id = stack.pop()
-            entry = self.fresh.pop(object_id, None)
-            if entry is None:
-                continue
-            node, data = entry
-            self.out[object_id] = data
-            if self.reader is not None:
-                self.reader.remember(object_id, node)
-            if node.level > 0:
-                stack.extend(node.ids)
+    def _drop(self, object_id: ObjectId) -> None:
+        # A splice stores each new node when its parent needs the id, before it knows the
+        # tree's final height. When the tree shrinks, the single-entry nodes left above the new
+        # root belong to no tree: they must not be written (issue 8, section 6).
+        if self.fresh.pop(object_id, None) is not None:
+            del self.out[object_id]
 
 
 def closed_length(ids: Sequence[ObjectId]) -> int:
@@ -228,8 +223,9 @@ def items_from(reader: ObjectReader, root: ObjectId, start: int) -> list[ObjectI
     """Return the item ids from ``start`` to the end, reading only the needed subtrees."""
     node = load_node(reader, root)
     if start <= 0:
-        return _items_below(reader, [node])
-    if start >= node.total:
+        return _items_below(reader, root, node)
+    total = node.total
+    if start >= total:
         return []
     # Walk down to the leaf holding ``start``, noting the subtrees right of the path.
     right: list[list[ListNode]] = []
@@ -240,35 +236,54 @@ def items_from(reader: ObjectReader, root: ObjectId, start: int) -> list[ObjectI
         node = _load_child(reader, node, idx)
     result = list(node.ids[pos:])
     for subtrees in reversed(right):
-        if subtrees:
-            result.extend(_items_below(reader, subtrees))
+        while subtrees and subtrees[0].level > 0:
+            subtrees = _load_children(reader, subtrees)
+        result.extend(i for n in subtrees for i in n.ids)
+    _check_total(root, total - start, len(result))
     return result
 
 
 def items(reader: ObjectReader, root: ObjectId) -> list[ObjectId]:
     """Return every item id in order, reading one batch of nodes per tree level."""
-    return _items_below(reader, [load_node(reader, root)])
+    return _items_below(reader, root, load_node(reader, root))
+
+
+def _items_below(reader: ObjectReader, root: ObjectId, node: ListNode) -> list[ObjectId]:
+    nodes = [node]
+    while nodes[0].level > 0:
+        nodes = _load_children(reader, nodes)
+    result = [i for n in nodes for i in n.ids]
+    _check_total(root, node.total, len(result))
+    return result
+
+
+def _check_total(root: ObjectId, counted: int, found: int) -> None:
+    # One comparison per read instead of one per node: inner counts that lie show up here.
+    if counted != found:
+        raise CorruptObject(
+            to_hex(root), f"the list holds {found} items where its nodes count {counted}"
+        )
 
 
 def _load_children(
     reader: ObjectReader, nodes: Sequence[ListNode], skip: int = 0
 ) -> list[ListNode]:
-    """Load the children of same-level ``nodes`` in one batch (past ``skip`` of a single one)."""
-    wanted = [
-        (child_id, count)
-        for node in nodes
-        for child_id, count in zip(node.ids[skip:], node.counts[skip:])
-    ]
-    loaded = reader.load_many([child_id for child_id, _ in wanted])
+    """Load the children of same-level ``nodes`` in one batch (past ``skip`` of a single one).
+
+    Checks each child's kind and level, which is what makes every walk end; item counts are
+    checked where positions are computed from them (get, splice, items_from, diff).
+    """
+    if len(nodes) == 1:
+        ids: Sequence[ObjectId] = nodes[0].ids[skip:]
+    else:
+        ids = [i for node in nodes for i in node.ids]
+    loaded = reader.load_many(ids)
     level = nodes[0].level - 1
-    return [_check_child(i, loaded.get(i), level, count) for i, count in wanted]
-
-
-def _items_below(reader: ObjectReader, nodes: list[ListNode]) -> list[ObjectId]:
-    """Return the items under same-level ``nodes``, in order, one batch per level."""
-    while nodes and nodes[0].level > 0:
-        nodes = _load_children(reader, nodes)
-    return [i for n in nodes for i in n.ids]
+    children = [loaded.get(i) for i in ids]
+    for child_id, child in zip(ids, children):
+        if type(child) is not ListNode or child.level != level:
+            _check_child(child_id, child, level, None)
+    return children  # type: ignore[return-value]
 
 
 def node_ids(reader: ObjectReader, root: ObjectId) -> set[ObjectId]:
