@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +13,7 @@ from .errors import CorruptObject, SerializationError
 from .hashing import ObjectId, hash_bytes, to_hex
 from .objectdb import ObjectDB
 from .objects import Blob, Doc, Inline, MapValue, SnapshotObject, encode_doc, encode_with_id
+from .objects import decode as decode_object
 from .serializers import StateSerializer, serializer_for
 from .structures import chunking, prolly
 from .structures.maps import INLINE_LIMIT, build_map, read_map
@@ -147,7 +147,7 @@ def append_messages(
 
 def _doc_id(value: Any, path: str, db: ObjectDB, out: dict[ObjectId, bytes]) -> ObjectId:
     try:
-        data = encode_doc(value)
+        data = _encode_document(value, path)
     except (TypeError, ValueError, OverflowError) as exc:
         raise SerializationError(
             f"{path} cannot be stored: {exc}. Messages and extras may hold only JSON types and "
@@ -176,6 +176,51 @@ def _large_id(data: bytes, db: ObjectDB, out: dict[ObjectId, bytes]) -> ObjectId
     return object_id
 
 
+MAX_DOCUMENT_DEPTH = 512
+"""How deeply a message or extras value may nest (lists and dicts inside each other).
+
+msgpack writes deeper values than its reader accepts; refusing them at commit keeps the promise
+that whatever commits reads back (and exports to git, which uses the same limit).
+"""
+
+
+def _check_depth(value: Any, path: str) -> None:
+    """Raise ``SerializationError`` if ``value`` nests deeper than :data:`MAX_DOCUMENT_DEPTH`."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict):
+            children: Any = current.values()
+        elif isinstance(current, (list, tuple)):
+            children = current
+        else:
+            continue
+        if depth >= MAX_DOCUMENT_DEPTH:
+            raise SerializationError(
+                f"{path} nests deeper than {MAX_DOCUMENT_DEPTH} levels; flatten it or store it "
+                "as a string",
+                path,
+            )
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _encode_document(value: Any, path: str) -> bytes:
+    """Encode a message or extras value, refusing what could not be read back."""
+    data = encode_doc(value)
+    # Each level of nesting costs at least one byte: small documents cannot be too deep.
+    if len(data) > MAX_DOCUMENT_DEPTH:
+        _check_depth(value, path)
+    return data
+
+
+def fresh_copy(value: Any) -> Any:
+    """Return an unshared copy of a decoded document (no Python recursion, unlike deepcopy)."""
+    data = encode_doc(value)
+    doc = decode_object(hash_bytes(data), data, check_hash=False)
+    assert isinstance(doc, Doc)
+    return doc.value
+
+
 def encode_messages(
     messages: Sequence[Any], start: int, db: ObjectDB, out: dict[ObjectId, bytes]
 ) -> list[ObjectId]:
@@ -191,6 +236,8 @@ def encode_messages(
         except (TypeError, ValueError, OverflowError):
             append(_doc_id(message, f"messages[{index}]", db, out))
             continue
+        if len(data) > MAX_DOCUMENT_DEPTH:
+            _check_depth(message, f"messages[{index}]")
         if len(data) > threshold:
             append(_large_id(data, db, out))
             continue
@@ -253,7 +300,7 @@ def write_snapshot(
         # has cached, so the same content always gets the same snapshot id.
         encoded_doc: bytes | None
         try:
-            encoded_doc = encode_doc(value)
+            encoded_doc = _encode_document(value, path)
         except (TypeError, ValueError, OverflowError):
             encoded_doc = None  # _doc_id raises the SerializationError that names the value
         if encoded_doc is not None and len(encoded_doc) <= INLINE_LIMIT:
@@ -301,7 +348,7 @@ def read_values(
         if isinstance(entry, Inline):
             if serializer is None:
                 # Inline documents live in a cached node: hand out a private copy.
-                result[key] = copy.deepcopy(entry.value)
+                result[key] = fresh_copy(entry.value)
             elif isinstance(entry.value, bytes):
                 result[key] = serializer.deserialize(entry.value, f"state[{key!r}]")
             else:
@@ -330,7 +377,7 @@ def read_snapshot(db: ObjectDB, snapshot_id: ObjectId, serializer: StateSerializ
         if not isinstance(doc, Doc):
             raise CorruptObject(to_hex(object_id), "a message must be a document")
         # A repeated message must not share one mutable dict between two positions.
-        messages.append(copy.deepcopy(doc.value) if object_id in seen else doc.value)
+        messages.append(fresh_copy(doc.value) if object_id in seen else doc.value)
         seen.add(object_id)
     codec = serializer_for(obj.state_codec, serializer)
     state = read_values(db, read_map(db, obj.state), codec)

@@ -427,3 +427,39 @@ def test_commit_json_metadata_round_trips_exactly(tmp_path: Path) -> None:
         assert json.dumps(reopened.get_commit(commit.id).metadata, sort_keys=True) == json.dumps(
             metadata, sort_keys=True
         )
+
+
+# --- what commit accepts, checkout can read (and the mirror can export) ----------------------
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_the_deepest_message_commit_accepts_reads_back_and_exports(tmp_path: Path) -> None:
+    pytest.importorskip("dulwich")
+    repo = Repo.init(tmp_path / "r")
+    deepest = {"role": "user", "content": _nested(510)}
+    state: dict[str, Any] = {"messages": [deepest, deepest]}  # repeated: two unshared copies
+    repo.commit(state, message="deep", metadata={"m": _nested(60)})
+    restored: dict[str, Any] = {}
+    repo.checkout(restored, "main")
+    assert restored["messages"] == [deepest, deepest]
+    assert restored["messages"][0] is not restored["messages"][1]
+    from statevcs.git import export_git
+
+    export_git(repo, tmp_path / "mirror")
+    repo.close()
+
+
+@pytest.mark.parametrize("depth", [512, 700, 1022, 5000])
+def test_messages_too_deep_to_read_back_are_refused_at_commit(depth: int) -> None:
+    repo = Repo.init()
+    with pytest.raises(statevcs.SerializationError, match=r"messages\[0\]"):
+        repo.commit({"messages": [{"role": "user", "content": _nested(depth)}]})
+    with pytest.raises(statevcs.SerializationError, match="extras"):
+        repo.commit(Snapshot(extras={"deep": _nested(depth + 1)}))
+    assert list(repo.log()) == []
