@@ -155,11 +155,18 @@ def test_multiline_text_is_indented_line_by_line() -> None:
 
 
 def test_to_plain_handles_any_value() -> None:
-    assert to_plain({"b": b"\x00", 1: {1, 2}, "f": float("nan")}) == {
+    # The same markers as the git mirror: "nan" the string and NaN the float stay distinct.
+    assert to_plain({"b": b"\x00", "f": float("nan"), "s": "nan", "set": {2, 1}}) == {
         "b": {"__bytes__": "AA=="},
-        "1": [1, 2],
-        "f": "nan",
+        "f": {"__float__": "nan"},
+        "s": "nan",
+        "set": [1, 2],
     }
+    assert to_plain({1: "one"}) == {"__map__": [[1, "one"]]}
+    deep: object = "x"
+    for _ in range(5000):
+        deep = [deep]
+    assert to_plain(deep) is not None  # no RecursionError
 
 
 # --- reading ------------------------------------------------------------------------------
