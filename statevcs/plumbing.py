@@ -9,11 +9,15 @@ are written only through :meth:`ObjectDatabase.store`, and refs moved only throu
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
 
-from .errors import CorruptObject, MissingObject, SerializationError, StaleCache
+from .commitfields import canonical_metadata, check_text, timestamp_us
+from .errors import CorruptObject, InvalidRefName, MissingObject, SerializationError, StaleCache
 from .hashing import ObjectId, to_hex
 from .objectdb import ObjectDB
 from .objects import CommitObject, SnapshotObject, children, decode, encode_with_id
+from .refs import check_ref_name
 from .serializers import StateSerializer, serializer_for
 from .snapshot import (
     MessageBase,
@@ -26,7 +30,7 @@ from .snapshot import (
     read_values,
     write_snapshot,
 )
-from .stores.base import Expected, ReflogEntry, RefUpdate, Store
+from .stores.base import ANY, Expected, ReflogEntry, RefUpdate, Store
 from .structures.maps import read_map
 
 
@@ -103,6 +107,47 @@ class ObjectDatabase(ObjectDB):
         self.remember(commit_id, commit)
         return commit_id, encoded
 
+    def write_snapshot(self, snapshot: Snapshot, *, state_codec: str | None = None) -> ObjectId:
+        """Store a snapshot's objects (no commit, no ref) and return its id."""
+        if not isinstance(snapshot, Snapshot):
+            raise TypeError(f"snapshot must be a statevcs.Snapshot, got {type(snapshot).__name__}")
+        written = self.encode_snapshot(snapshot, state_codec=state_codec)
+        self.put(written.objects)
+        return written.snapshot_id
+
+    def write_commit(
+        self,
+        snapshot_id: ObjectId,
+        parents: Sequence[ObjectId],
+        *,
+        message: str,
+        author: str,
+        timestamp: datetime,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ObjectId:
+        """Store a commit of an existing snapshot and existing parents (no ref moves).
+
+        Every field is checked first (see :mod:`statevcs.commitfields`); nothing is written
+        for bad input.
+        """
+        _check_id(snapshot_id, "snapshot_id")
+        if isinstance(parents, (str, bytes)) or not isinstance(parents, Sequence):
+            raise TypeError(f"parents must be a list of commit ids, got {type(parents).__name__}")
+        commit = CommitObject(
+            snapshot=snapshot_id,
+            parents=tuple(_check_id(p, "parents") for p in parents),
+            author=check_text(author, "author"),
+            timestamp_us=timestamp_us(timestamp),
+            message=check_text(message, "message"),
+            metadata=canonical_metadata(metadata),
+        )
+        self.load_snapshot(snapshot_id)
+        for parent in commit.parents:
+            self.load_commit(parent)
+        commit_id, encoded = self.encode_commit(commit)
+        self.put({commit_id: encoded})
+        return commit_id
+
     def put(self, objects: Mapping[ObjectId, bytes]) -> None:
         """Write objects without moving a ref (they stay unreachable until a ref names them).
 
@@ -165,7 +210,31 @@ class Refs:
 
     def get(self, name: str) -> ObjectId | None:
         """Return the commit a full ref name points to, or ``None``."""
-        return self._store.get_ref(name)
+        return self._store.get_ref(_check_name(name))
+
+    def set(
+        self,
+        name: str,
+        commit_id: ObjectId | None,
+        *,
+        expected: Expected = ANY,
+        message: str = "",
+    ) -> None:
+        """Point full ref ``name`` at ``commit_id`` (``None`` deletes it), compare-and-swap.
+
+        ``expected`` is the id the ref must hold now (``None``: must not exist; ``ANY``: do not
+        check). Raises ``RefConflict`` when it does not, and ``MissingObject`` /
+        ``CorruptObject`` unless ``commit_id`` names a stored commit.
+        """
+        _check_name(name)
+        if not name.startswith("refs/"):
+            raise InvalidRefName(name, "a ref set directly must be a full name under refs/")
+        check_ref_name(name)
+        if commit_id is not None:
+            self._objects.load_commit(_check_id(commit_id, "commit_id"))
+        if expected is not ANY and expected is not None:
+            _check_id(expected, "expected")
+        self.move(name, commit_id, expected, check_text(message, "message"))
 
     def as_dict(self, prefix: str = "refs/") -> dict[str, ObjectId]:
         """Return every ref under ``prefix``: ``{"refs/heads/main": commit id, ...}``."""
@@ -229,4 +298,37 @@ class Refs:
         self.update([update], verify=[new] if new is not None else [])
 
 
-__all__ = ["ObjectDatabase", "Refs"]
+class Config:
+    """A repository's configuration: string keys to string values."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def get(self, key: str) -> str | None:
+        """Return the value of ``key``, or ``None``."""
+        return self._store.config_get(check_text(key, "key"))
+
+    def set(self, key: str, value: str | None) -> None:
+        """Set ``key`` (``None`` deletes it)."""
+        check_text(key, "key")
+        if value is not None:
+            check_text(value, "value")
+        self._store.config_set(key, value)
+
+
+def _check_id(value: object, argument: str) -> ObjectId:
+    if not isinstance(value, bytes) or len(value) != 32:
+        raise TypeError(
+            f"{argument} must be a 32-byte object id (statevcs.hashing.from_hex(hex) makes one), "
+            f"got {type(value).__name__}"
+        )
+    return value
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    return name
+
+
+__all__ = ["Config", "ObjectDatabase", "Refs"]
