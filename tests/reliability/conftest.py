@@ -1,1 +1,28 @@
-"""The reliability suite runs in CI with small counts; see docs/reliability.md for long runs."""
+"""Fixtures of the reliability suite (helpers for child processes live in harness.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from statevcs import Repo
+
+
+@pytest.fixture
+def repo_path(tmp_path: Path) -> Path:
+    """A SQLite repository folder whose ``main`` has one commit, C0 (state ``x=1``)."""
+    folder = tmp_path / "repo"
+    with Repo.init(folder) as repo:
+        repo.commit({"messages": [], "x": 1}, message="C0")
+    return folder
+
+
+@pytest.fixture
+def small_repo(tmp_path: Path) -> Iterator[Repo]:
+    """An open SQLite repository with two commits on ``main``."""
+    with Repo.init(tmp_path / "repo") as repository:
+        repository.commit({"messages": [], "a": 1}, message="one")
+        repository.commit({"messages": [], "a": 2}, message="two")
+        yield repository

@@ -61,7 +61,9 @@ def run_worker(*args: object, timeout: float = 120) -> subprocess.CompletedProce
         timeout=timeout,
         check=False,
     )
-    assert done.returncode == 0, f"worker {args} exited {done.returncode}:\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"worker {args} exited {done.returncode}:\n{done.stdout[-6000:]}\n{done.stderr[-3000:]}"
+    )
     return done
 
 

@@ -101,14 +101,6 @@ def test_writers_on_separate_branches_share_the_prefix(tmp_path: Path) -> None:
     assert stats.dedup_ratio > 5
 
 
-@pytest.fixture
-def repo_path(tmp_path: Path) -> Path:
-    folder = tmp_path / "repo"
-    with Repo.init(folder) as repo:
-        repo.commit({"messages": [], "x": 1}, message="C0")
-    return folder
-
-
 def test_stale_writer_in_another_process_raises_and_writes_nothing(repo_path: Path) -> None:
     with Repo.open(repo_path) as repo:
         state: dict[str, Any] = {}

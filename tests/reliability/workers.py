@@ -158,15 +158,18 @@ def read_everything(folder: str, serializer: str) -> None:
         except statevcs.StateVCSError as exc:
             outcomes.append((what, type(exc).__name__))
             return None
-        except BaseException:
-            _say(json.dumps({"call": what, "unexpected": traceback.format_exc()}))
-            sys.exit(3)
+        except BaseException as exc:
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            where = f"{Path(frame.filename).name}:{frame.lineno}"
+            outcomes.append((what, f"UNEXPECTED {type(exc).__name__}: {str(exc)[:200]} at {where}"))
+            return None
         outcomes.append((what, "ok"))
         return result
 
     repo = attempt("open", lambda: Repo.open(folder, serializer=chosen))
     if repo is not None:
-        revisions = ["HEAD", *repo.refs(), *(c.id for c in repo.log_all())]
+        history = attempt("log_all", lambda: [c.id for c in repo.log_all()]) or []
+        revisions = ["HEAD", *repo.refs(), *history]
         for rev in revisions:
             attempt(f"show {rev}", lambda rev=rev: repo.show(rev))
             attempt(f"checkout {rev}", lambda rev=rev: repo.checkout({}, rev))
@@ -176,6 +179,36 @@ def read_everything(folder: str, serializer: str) -> None:
         attempt("stats", repo.stats)
         attempt("export_git", lambda: repo.export_git(Path(folder) / "mirror"))
     _say(json.dumps({"outcomes": outcomes}))
+    if any(result.startswith("UNEXPECTED") for _what, result in outcomes):
+        sys.exit(3)
+
+
+def repository_digest(repo: Repo) -> str:
+    """Return a digest of every ref, commit, snapshot and reflog of ``repo``."""
+    everything: list[Any] = [sorted(repo.refs().items()), repo.default_branch]
+    for commit in sorted(repo.log_all(), key=lambda c: c.id):
+        snapshot = repo.show(commit.id)
+        everything.append(
+            [
+                commit.id,
+                commit.parents,
+                commit.message,
+                commit.author,
+                commit.timestamp.isoformat(),
+                commit.metadata,
+                [snapshot.kind, snapshot.messages, snapshot.state, snapshot.extras],
+            ]
+        )
+    for ref in ["HEAD", *sorted(repo.refs())]:
+        everything.append([[r.old, r.new, r.message] for r in repo.reflog(ref)])
+    text = json.dumps(everything, sort_keys=True, ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def print_repository_digest(folder: str) -> None:
+    """Print :func:`repository_digest` of the repository at ``folder``."""
+    with Repo.open(folder) as repo:
+        _say(repository_digest(repo))
 
 
 COMMANDS: dict[str, Callable[..., None]] = {
@@ -187,6 +220,7 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "gc-loop": gc_loop,
     "pure-content": pure_content,
     "read-everything": read_everything,
+    "repository-digest": print_repository_digest,
 }
 
 if __name__ == "__main__":
