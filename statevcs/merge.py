@@ -1,4 +1,4 @@
-"""Structural three-way merges of snapshots, and merge bases over the commit graph.
+"""Structural three-way merges of snapshots (the commit-graph side lives in ``history``).
 
 A merge never interleaves conversations: the messages of one side win, either because one side
 is a prefix of the other (a fast-forward of the conversation) or because the caller chose a
@@ -10,18 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from . import history
-from .errors import MergeConflict, RefNotFound, StateVCSError
-from .hashing import from_hex, to_hex
-from .history import CommitGraph
-from .refs import full_branch_ref
+from .errors import MergeConflict
 from .snapshot import Snapshot
-
-if TYPE_CHECKING:
-    from .repo import Commit, Repo
 
 
 class _Missing:
@@ -227,124 +219,12 @@ def _merge_maps(
     return result, conflicts
 
 
-# --- the commit graph -----------------------------------------------------------
-
-
-def _graph(repo: Repo) -> CommitGraph:
-    return CommitGraph(repo.db)
-
-
-def is_ancestor(repo: Repo, ancestor: str, descendant: str) -> bool:
-    """Return whether revision ``ancestor`` is reachable from ``descendant`` (or equal to it)."""
-    a, d = from_hex(repo.resolve(ancestor)), from_hex(repo.resolve(descendant))
-    return history.is_ancestor(_graph(repo), a, d)
-
-
-def merge_bases(repo: Repo, a: str, b: str) -> list[str]:
-    """Return every best common ancestor of two revisions (several after criss-cross merges)."""
-    a_id, b_id = from_hex(repo.resolve(a)), from_hex(repo.resolve(b))
-    return [to_hex(c) for c in history.merge_bases(_graph(repo), a_id, b_id)]
-
-
-def merge_base(repo: Repo, a: str, b: str) -> str | None:
-    """Return the best common ancestor of two revisions, or ``None`` if they share no history.
-
-    When several are equally good (criss-cross merges), the newest is returned.
-    """
-    bases = merge_bases(repo, a, b)
-    return bases[0] if bases else None
-
-
-# --- the porcelain ----------------------------------------------------------------
-
-
-def merge(
-    repo: Repo,
-    target_branch: str,
-    source_rev: str,
-    *,
-    strategy: Strategy | None = None,
-    message: str | None = None,
-    author: str | None = None,
-    fallback: Side | None = None,
-    fast_forward: bool = True,
-    timestamp: datetime | None = None,
-) -> Commit:
-    """Merge revision ``source_rev`` into branch ``target_branch`` and return the new head.
-
-    - ``source_rev`` already in the branch's history: nothing to do, the head is returned.
-    - the branch head is an ancestor of ``source_rev``: the branch fast-forwards to it (no new
-      commit) unless ``fast_forward=False``.
-    - otherwise a two-parent commit (branch head, source) holding the structural merge of both
-      snapshots against their merge base (see :func:`merge_snapshots`).
-
-    The branch moves with a compare-and-swap, so a concurrent writer raises ``RefConflict``.
-    A :class:`MergeConflict` writes no object and moves no ref.
-    """
-    ref = full_branch_ref(target_branch)
-    branch = ref.removeprefix("refs/heads/")
-    head = repo.refs().get(ref)
-    if head is None:
-        raise RefNotFound(f"branch {branch!r} does not exist; create it with `statevcs branch`")
-    source = repo.resolve(source_rev)
-    graph = _graph(repo)
-    if history.is_ancestor(graph, from_hex(source), from_hex(head)):
-        return repo.get_commit(head)
-    bases = history.merge_bases(graph, from_hex(head), from_hex(source))
-    base_id = to_hex(bases[0]) if bases else None
-    if base_id == head and fast_forward:
-        repo.set_ref(ref, source, expected=head, reflog_message=f"merge {source_rev}: fast-forward")
-        return repo.get_commit(source)
-    base = repo.read_snapshot(repo.get_commit(base_id).snapshot_id) if base_id else None
-    ours_commit = repo.get_commit(head)
-    theirs_commit = repo.get_commit(source)
-    result = merge_snapshots(
-        base,
-        repo.read_snapshot(ours_commit.snapshot_id),
-        repo.read_snapshot(theirs_commit.snapshot_id),
-        strategy=strategy,
-        fallback=fallback,
-    )
-    # State values were decoded with the target's codec; write them back with it.
-    snapshot_id = repo.write_snapshot(
-        result.snapshot, state_codec=repo.snapshot_codec(ours_commit.snapshot_id)
-    )
-    info: dict[str, Any] = {"source": source_rev, "base": base_id}
-    if result.resolved:
-        info["resolved"] = dict(sorted(result.resolved.items()))
-    if isinstance(strategy, str):
-        info["strategy"] = strategy
-    elif strategy is not None:
-        info["strategy"] = "resolver"
-    commit = repo.write_commit(
-        snapshot_id,
-        (head, source),
-        message if message is not None else f"Merge {source_rev} into {branch}",
-        author=author if author is not None else _default_author(repo),
-        timestamp=timestamp or datetime.now(timezone.utc),
-        metadata={"merge": info},
-    )
-    repo.set_ref(ref, commit.id, expected=head, reflog_message=f"merge {source_rev}")
-    return commit
-
-
-def _default_author(repo: Repo) -> str:
-    author = getattr(repo, "author", None)
-    if isinstance(author, str) and author:
-        return author
-    raise StateVCSError("no author configured: pass author= or open the repository with author=")
-
-
 __all__ = [
     "MISSING",
     "MergeResult",
     "Resolver",
     "Side",
     "Strategy",
-    "is_ancestor",
-    "merge",
-    "merge_base",
-    "merge_bases",
     "merge_snapshots",
     "same",
 ]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .adapters import acting_for, adapter_for, transient_keys
 from .commitfields import canonical_metadata, check_text, timestamp_us
@@ -39,14 +39,14 @@ from .gc import (
     RepoStats,
     check_repository,
     collect_garbage,
-    mark_reachable,
     measure_repository,
 )
 from .hashing import ObjectId, from_hex, hash_bytes, to_hex
-from .history import CommitGraph, walk
+from .history import CommitGraph, is_ancestor, merge_bases, walk
+from .merge import Side, Strategy, merge_snapshots
 from .objectdb import ObjectDB
 from .objects import CommitObject, Doc, decode, encode_doc, encode_with_id
-from .plumbing import ObjectDatabase
+from .plumbing import Config, ObjectDatabase, Refs
 from .refs import (
     BRANCH_PREFIX,
     DEFAULT_BRANCH,
@@ -161,15 +161,18 @@ class Repo:
             raise TypeError(
                 f"serializer must be a StateSerializer, got {type(serializer).__name__}"
             )
-        self.store = store
-        self.path = path
-        self.serializer: StateSerializer = serializer or JSONSerializer()
-        self.author = check_text(
+        self._store = store
+        self._path = path
+        self._serializer: StateSerializer = serializer or JSONSerializer()
+        self._author = check_text(
             author or os.environ.get("STATEVCS_AUTHOR") or DEFAULT_AUTHOR, "author"
         )
-        self.objects = ObjectDatabase(store, self.serializer)
+        self.objects: Final = ObjectDatabase(store, self._serializer)
         """Plumbing: the object database (verified reads, cached writes, snapshot codec)."""
-        self.db = self.objects  # the name older code and tests use
+        self.refs: Final = Refs(store, self.objects)
+        """Plumbing: refs by full name, compare-and-swap, reflogs, the stored default branch."""
+        self.config: Final = Config(store)
+        """Plumbing: the repository's configuration."""
         self._lock = threading.RLock()
         self._tracked: dict[int, tuple[weakref.ref[Any], _Sync]] = {}
         self._head_sync: _Sync | None = None  # plain dicts and other non-weakrefable objects
@@ -179,6 +182,26 @@ class Repo:
         )
         if self._head_ref is None and self._head_commit is None:
             self._head_ref = branch_ref(DEFAULT_BRANCH)
+
+    @property
+    def store(self) -> Store:
+        """The storage backend (plumbing below ``objects`` and ``refs``)."""
+        return self._store
+
+    @property
+    def path(self) -> Path | None:
+        """The repository folder, or ``None`` for ``memory://``."""
+        return self._path
+
+    @property
+    def serializer(self) -> StateSerializer:
+        """The serializer new state values are written with."""
+        return self._serializer
+
+    @property
+    def author(self) -> str:
+        """The author recorded on commits that do not name one."""
+        return self._author
 
     # --- opening ------------------------------------------------------------
 
@@ -273,11 +296,11 @@ class Repo:
     @property
     def url(self) -> str:
         """Where the repository lives (a folder path or ``memory://``)."""
-        return str(self.path) if self.path is not None else self.store.url
+        return str(self.path) if self.path is not None else self._store.url
 
     def close(self) -> None:
         """Close the underlying store."""
-        self.store.close()
+        self._store.close()
 
     def __enter__(self) -> Repo:
         return self
@@ -298,7 +321,7 @@ class Repo:
     @property
     def default_branch(self) -> str | None:
         """The repository's stored default branch: where new handles and the CLI start."""
-        target = self.store.get_symbolic(HEAD)
+        target = self._store.get_symbolic(HEAD)
         return short_name(target) if target else None
 
     def switch(self, name: str, *, create: bool = False) -> None:
@@ -310,21 +333,21 @@ class Repo:
         """
         ref = branch_ref(_check_str(name, "name"))
         with self._lock:
-            exists = self.store.get_ref(ref) is not None
+            exists = self._store.get_ref(ref) is not None
             if not exists:
                 if create:
                     head = self._head_value()
                     if head is not None:
-                        self.store.set_ref(
+                        self._store.set_ref(
                             ref, head, expected=None, message="branch: created by switch"
                         )
-                elif self.store.list_refs(BRANCH_PREFIX):
+                elif self._store.list_refs(BRANCH_PREFIX):
                     raise RefNotFound(
                         f"no branch named {name!r}; pass create=True (`statevcs switch -c`) to "
                         "create it, or pick one of: " + ", ".join(self.branches())
                     )
             before = self.default_branch or "(detached)"
-            self.store.set_symbolic(HEAD, ref, message=f"switch: moving from {before} to {name}")
+            self._store.set_symbolic(HEAD, ref, message=f"switch: moving from {before} to {name}")
             self._head_ref = ref
             self._head_commit = None
             self._head_sync = None
@@ -435,11 +458,11 @@ class Repo:
                     # branch must still be there (or not exist yet, for a new branch).
                     same_branch = sync is not None and sync.branch == ref
                     expected: ObjectId | None = synced
-                    if not same_branch and self.store.get_ref(ref) is None:
+                    if not same_branch and self._store.get_ref(ref) is None:
                         expected = None
                     parents: tuple[ObjectId, ...] = (synced,)
                 else:
-                    expected = self.store.get_ref(ref)
+                    expected = self._store.get_ref(ref)
                     parents = (expected,) if expected is not None else ()
                 written = self._encode(snapshot, base, previous, skip)
                 commit_id, encoded = fields.encode(written.snapshot_id, parents)
@@ -506,12 +529,7 @@ class Repo:
         Raises ``StaleCache`` (after dropping the caches) when another process collected
         garbage since: the caller rebuilds its objects from scratch and tries again.
         """
-        try:
-            self.store.update_refs(updates, objects, generation=self.objects.generation)
-        except StaleCache as stale:
-            self.objects.forget(stale.actual)
-            raise
-        self.objects.mark_stored(objects)
+        self.refs.update(updates, objects)
 
     def _after_write(self, obj: Any, adapter: Any, sync: _Sync) -> None:
         self._set_sync(obj, sync)
@@ -592,13 +610,15 @@ class Repo:
             branch = self._branch_named(rev)
             if rev in (HEAD, "@"):
                 branch = own_head
-                if branch is not None and self.store.get_ref(branch) is None:
+                if branch is not None and self._store.get_ref(branch) is None:
                     raise UnknownRevision(
                         f"branch {short_name(branch)!r} has no commits yet; commit first"
                         + _other_branches_hint(self)
                     )
             commit_id = (
-                self.store.get_ref(branch) if branch is not None else resolve_revision(context, rev)
+                self._store.get_ref(branch)
+                if branch is not None
+                else resolve_revision(context, rev)
             )
             if commit_id is None:
                 raise UnknownRevision(f"revision {rev!r} names no commit")
@@ -621,7 +641,7 @@ class Repo:
             except StateVCSError:
                 return None
         # As ``git checkout name``: an existing branch wins even over a tag of the same name.
-        return candidate if self.store.get_ref(candidate) is not None else None
+        return candidate if self._store.get_ref(candidate) is not None else None
 
     # --- reading ------------------------------------------------------------------
 
@@ -637,6 +657,9 @@ class Repo:
     def resolve(self, rev: str) -> str:
         """Return the full hex id of the commit ``rev`` names."""
         return to_hex(self._resolve(rev))
+
+    def _commit_at(self, commit_id: ObjectId) -> Commit:
+        return _commit_from(commit_id, self._load_commit(commit_id))
 
     def get_commit(self, rev: str) -> Commit:
         """Return the commit ``rev`` names (a revision or a full id)."""
@@ -664,7 +687,7 @@ class Repo:
     def log_all(self, *, limit: int | None = None) -> Iterator[Commit]:
         """Yield every commit reachable from any branch or tag, newest first."""
         _check_limit(limit)
-        starts = list(set(self.store.list_refs("refs/").values()))
+        starts = list(set(self._store.list_refs("refs/").values()))
         head = self._head_value()
         if head is not None:
             starts.append(head)
@@ -680,7 +703,7 @@ class Repo:
     def _head_value(self) -> ObjectId | None:
         """The commit this handle's ``HEAD`` names (``None`` on an unborn branch)."""
         if self._head_ref is not None:
-            return self.store.get_ref(self._head_ref)
+            return self._store.get_ref(self._head_ref)
         return self._head_commit
 
     # --- refs -------------------------------------------------------------------
@@ -689,7 +712,7 @@ class Repo:
         """Create branch ``name`` at ``start`` (``force=True`` moves an existing one)."""
         ref = branch_ref(_check_str(name, "name"))
         commit_id = self._resolve(start)
-        current = self.store.get_ref(ref)
+        current = self._store.get_ref(ref)
         if current is not None and not force:
             raise RefExists(
                 f"branch {name!r} already exists at {to_hex(current)[:12]}; pass force=True to "
@@ -700,27 +723,27 @@ class Repo:
 
     def branches(self) -> dict[str, str]:
         """Return ``{branch name: commit id}``."""
-        return {short_name(k): to_hex(v) for k, v in self.store.list_refs(BRANCH_PREFIX).items()}
+        return {short_name(k): to_hex(v) for k, v in self._store.list_refs(BRANCH_PREFIX).items()}
 
     def delete_branch(self, name: str) -> None:
         """Delete branch ``name`` (not the branch ``HEAD`` is on)."""
         ref = branch_ref(_check_str(name, "name"))
-        current = self.store.get_ref(ref)
+        current = self._store.get_ref(ref)
         if current is None:
             raise RefNotFound(f"no branch named {name!r}; list branches with repo.branches()")
-        if self.store.get_symbolic(HEAD) == ref:
+        if self._store.get_symbolic(HEAD) == ref:
             raise RepositoryError(
                 f"cannot delete branch {name!r}: it is the repository's default branch; "
                 "switch to another branch first (repo.switch / `statevcs switch`)"
             )
         self._move_ref(ref, None, current, "branch: deleted")
-        self.store.delete_reflog(ref)
+        self._store.delete_reflog(ref)
 
     def tag(self, name: str, rev: str = HEAD, *, force: bool = False) -> Commit:
         """Create tag ``name`` at ``rev``."""
         ref = tag_ref(_check_str(name, "name"))
         commit_id = self._resolve(rev)
-        current = self.store.get_ref(ref)
+        current = self._store.get_ref(ref)
         if current is not None and not force:
             raise RefExists(f"tag {name!r} already exists; pass force=True to move it")
         self._move_ref(ref, commit_id, current, f"tag: {rev}")
@@ -728,30 +751,26 @@ class Repo:
 
     def tags(self) -> dict[str, str]:
         """Return ``{tag name: commit id}``."""
-        return {short_name(k): to_hex(v) for k, v in self.store.list_refs(TAG_PREFIX).items()}
+        return {short_name(k): to_hex(v) for k, v in self._store.list_refs(TAG_PREFIX).items()}
 
     def delete_tag(self, name: str) -> None:
         """Delete tag ``name``."""
         ref = tag_ref(_check_str(name, "name"))
-        current = self.store.get_ref(ref)
+        current = self._store.get_ref(ref)
         if current is None:
             raise RefNotFound(f"no tag named {name!r}; list tags with repo.tags()")
         self._move_ref(ref, None, current, "tag: deleted")
-        self.store.delete_reflog(ref)
+        self._store.delete_reflog(ref)
 
     def reset(self, branch: str, rev: str) -> Commit:
         """Move ``branch`` to ``rev`` (history after it stays reachable through the reflog)."""
         ref = full_branch_ref(_check_str(branch, "branch"))
-        current = self.store.get_ref(ref)
+        current = self._store.get_ref(ref)
         if current is None:
             raise RefNotFound(f"no branch named {branch!r}; create it with repo.branch(...)")
         commit_id = self._resolve(rev)
         self._move_ref(ref, commit_id, current, f"reset: moving to {rev}")
         return _commit_from(commit_id, self._load_commit(commit_id))
-
-    def refs(self) -> dict[str, str]:
-        """Return every ref: ``{"refs/heads/main": commit id, ...}``."""
-        return {k: to_hex(v) for k, v in self.store.list_refs("refs/").items()}
 
     def set_ref(
         self,
@@ -776,20 +795,7 @@ class Repo:
 
     def _move_ref(self, ref: str, new: ObjectId | None, expected: Expected, note: str) -> None:
         """Move one ref with compare-and-swap, safe against another process's gc."""
-        update = _ref_update(self, ref, new, expected, note)
-        try:
-            self._apply([update], {})
-        except StaleCache:
-            # Objects were collected since this handle looked: make sure ``new`` is whole.
-            if new is not None:
-                problems: list[str] = []
-                mark_reachable(self.store, {new}, problems)
-                if problems:
-                    raise MissingObject(
-                        to_hex(new),
-                        f"it was garbage-collected by another process ({problems[0]})",
-                    ) from None
-            self._apply([update], {})
+        self.refs.move(ref, new, expected, note)
 
     def reflog(self, ref: str = HEAD) -> list[ReflogRecord]:
         """Return how ``ref`` (``HEAD``, a branch or a tag name) moved, newest first."""
@@ -808,7 +814,7 @@ class Repo:
                 datetime.fromtimestamp(e.timestamp, tz=timezone.utc),
                 e.message,
             )
-            for e in self.store.reflog(full)
+            for e in self._store.reflog(full)
         ]
 
     # --- low-level building blocks (git mirror, merges, imports) --------------------
@@ -824,7 +830,7 @@ class Repo:
             raise TypeError(f"snapshot must be a statevcs.Snapshot, got {type(snapshot).__name__}")
         written = write_snapshot(self.objects, snapshot, serializer)
         pending = self.objects.unknown(written.objects)
-        self.store.put_many(pending)
+        self._store.put_many(pending)
         self.objects.mark_stored(pending)
         return to_hex(written.snapshot_id)
 
@@ -856,21 +862,21 @@ class Repo:
         for parent in parent_ids:
             self._load_commit(parent)
         commit_id, encoded = fields.encode(snap, parent_ids)
-        self.store.put_many({commit_id: encoded})
+        self._store.put_many({commit_id: encoded})
         self.objects.mark_stored([commit_id])
         return _commit_from(commit_id, self._load_commit(commit_id))
 
     def config_get(self, key: str) -> str | None:
         """Return a repository config value."""
         _check_str(key, "key")
-        return self.store.config_get(key)
+        return self._store.config_get(key)
 
     def config_set(self, key: str, value: str | None) -> None:
         """Set (``None`` deletes) a repository config value."""
         check_text(key, "key")
         if value is not None:
             check_text(value, "value")
-        self.store.config_set(key, value)
+        self._store.config_set(key, value)
 
     # --- diff, merge, mirror ----------------------------------------------------
 
@@ -883,50 +889,104 @@ class Repo:
         )
 
     def merge_base(self, a: str, b: str) -> str | None:
-        """Return the best common ancestor of two revisions, or ``None``."""
-        from .merge import merge_base
+        """Return the best common ancestor of two revisions, or ``None``.
 
-        return merge_base(self, a, b)
+        When several are equally good (criss-cross merges), the newest is returned.
+        """
+        bases = self.merge_bases(a, b)
+        return bases[0] if bases else None
+
+    def merge_bases(self, a: str, b: str) -> list[str]:
+        """Return every best common ancestor of two revisions, newest first."""
+        graph = CommitGraph(self.objects)
+        return [to_hex(c) for c in merge_bases(graph, self._resolve(a), self._resolve(b))]
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Return whether revision ``ancestor`` is in the history of ``descendant``."""
+        graph = CommitGraph(self.objects)
+        return is_ancestor(graph, self._resolve(ancestor), self._resolve(descendant))
 
     def merge(
         self,
-        target_branch: str,
-        source_rev: str,
+        branch: str,
+        rev: str,
         *,
-        strategy: Literal["ours", "theirs"] | Callable[[str, Any, Any, Any], Any] | None = None,
+        strategy: Strategy | None = None,
         message: str | None = None,
         author: str | None = None,
-        fallback: Literal["ours", "theirs"] | None = None,
+        fallback: Side | None = None,
         fast_forward: bool = True,
         timestamp: datetime | None = None,
     ) -> Commit:
-        """Merge ``source_rev`` into ``target_branch`` (three-way on state keys).
+        """Merge revision ``rev`` into ``branch`` and return the branch's new head.
 
-        See :func:`statevcs.merge.merge` for the rules; a ``MergeConflict`` writes nothing.
+        - ``rev`` already in the branch's history: nothing to do, the head is returned.
+        - the branch head is an ancestor of ``rev``: the branch fast-forwards to it (no new
+          commit) unless ``fast_forward=False``.
+        - otherwise a two-parent commit (branch head, ``rev``) holding the structural merge
+          of both snapshots against their merge base (see
+          :func:`statevcs.merge.merge_snapshots`).
+
+        The branch moves with a compare-and-swap, so a concurrent writer raises
+        ``RefConflict``; a :class:`MergeConflict` writes nothing.
         """
-        from .merge import merge
-
-        _check_str(target_branch, "target_branch")
-        _check_str(source_rev, "source_rev")
-        for attempt in range(2):
-            try:
-                return merge(
-                    self,
-                    target_branch,
-                    source_rev,
-                    strategy=strategy,
-                    message=message,
-                    author=author,
-                    fallback=fallback,
-                    fast_forward=fast_forward,
-                    timestamp=timestamp,
+        ref = full_branch_ref(_check_str(branch, "branch"))
+        _check_str(rev, "rev")
+        fields = _CommitFields.check(
+            self, "" if message is None else message, author, timestamp, None
+        )
+        with self._lock:
+            head = self._store.get_ref(ref)
+            if head is None:
+                raise RefNotFound(
+                    f"branch {short_name(ref)!r} does not exist; create it first (repo.branch)"
                 )
-            except StaleCache:
-                # Another process collected garbage while the merge was written; the caches
-                # are dropped, so the second attempt writes every object it needs.
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
+            source = self._resolve(rev)
+            graph = CommitGraph(self.objects)
+            if is_ancestor(graph, source, head):
+                return self._commit_at(head)
+            bases = merge_bases(graph, head, source)
+            base_id = bases[0] if bases else None
+            if base_id == head and fast_forward:
+                self._move_ref(ref, source, head, f"merge {rev}: fast-forward")
+                return self._commit_at(source)
+            ours_commit, theirs_commit = graph.commit(head), graph.commit(source)
+            result = merge_snapshots(
+                self._read(graph.commit(base_id).snapshot).snapshot if base_id else None,
+                self._read(ours_commit.snapshot).snapshot,
+                self._read(theirs_commit.snapshot).snapshot,
+                strategy=strategy,
+                fallback=fallback,
+            )
+            info: dict[str, Any] = {
+                "source": rev,
+                "base": to_hex(base_id) if base_id else None,
+            }
+            if result.resolved:
+                info["resolved"] = dict(sorted(result.resolved.items()))
+            if isinstance(strategy, str):
+                info["strategy"] = strategy
+            elif strategy is not None:
+                info["strategy"] = "resolver"
+            fields = _CommitFields(
+                self.objects,
+                message if message is not None else f"Merge {rev} into {short_name(ref)}",
+                fields.author,
+                fields.timestamp_us,
+                canonical_metadata({"merge": info}),
+            )
+            # State values were decoded with the target's codec; write them back with it.
+            codec = self.objects.load_snapshot(ours_commit.snapshot).state_codec
+            for _attempt in range(_MAX_ATTEMPTS):
+                written = self.objects.encode_snapshot(result.snapshot, state_codec=codec)
+                commit_id, encoded = fields.encode(written.snapshot_id, (head, source))
+                update = _ref_update(self, ref, commit_id, head, f"merge {rev}")
+                try:
+                    self._apply([update], {**written.objects, commit_id: encoded})
+                except StaleCache:
+                    continue  # caches dropped: the next attempt writes every object
+                return self._commit_at(commit_id)
+            raise StaleCache(self.objects.generation, self._store.generation())
 
     def export_git(
         self,
@@ -1109,7 +1169,7 @@ class _CommitFields:
         metadata: object,
     ) -> _CommitFields:
         return cls(
-            repo.db,
+            repo.objects,
             check_text(message, "message"),
             repo.author if author is None else check_text(author, "author"),
             timestamp_us(datetime.now(timezone.utc) if timestamp is None else timestamp),
@@ -1189,7 +1249,7 @@ class _Context:
             batch = self.repo.store.ids_in_range(low, high, limit=page)
             for object_id in batch:
                 try:
-                    if isinstance(self.repo.db.load(object_id), CommitObject):
+                    if isinstance(self.repo.objects.load(object_id), CommitObject):
                         found.append(object_id)
                 except StateVCSError:
                     continue

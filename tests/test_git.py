@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import statevcs
 from statevcs import GitMirrorError
 from statevcs.git import MAP_FILE, export_git, from_json, import_git, to_json
-from statevcs.merge import merge, same
+from statevcs.merge import same
 
 pytest.importorskip("dulwich")
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git CLI")
@@ -70,7 +70,7 @@ def build(repo: statevcs.Repo, clock: Clock) -> dict[str, Any]:
     agent["side_only"] = [1.5, None, True]
     repo.commit(agent, "side work", author="Ada Lovelace <ada@example.com>", timestamp=clock())
     repo.checkout(agent, "main")
-    merge(repo, "main", "side", strategy="ours", timestamp=clock())
+    repo.merge("main", "side", strategy="ours", timestamp=clock())
     repo.checkout(agent, "main")
     return agent
 
@@ -143,7 +143,7 @@ def test_round_trip_gives_identical_ids(repo: statevcs.Repo, tmp_path: Path) -> 
     copy = statevcs.Repo.init("memory://")
     back = import_git(copy, tmp_path / "mirror")
     assert back.commits_imported == len(commits)
-    assert copy.refs() == repo.refs()
+    assert copy.refs.as_hex() == repo.refs.as_hex()
     for commit in commits:
         again = copy.get_commit(commit.id)
         assert again == commit
@@ -338,7 +338,7 @@ def test_non_string_metadata_keys_export_exactly(repo: statevcs.Repo, tmp_path: 
     with pytest.raises(GitMirrorError, match=r"non-string key 1\b") as refused:
         import_git(copy, tmp_path / "m.git")
     assert _git_commit_of(tmp_path / "m.git", b"refs/heads/old") in str(refused.value)
-    assert copy.refs() == {}
+    assert copy.refs.as_hex() == {}
     assert copy.stats().objects == 0
 
 
@@ -377,7 +377,7 @@ def test_mirrors_that_stringified_metadata_keys_fail_clearly(
     copy = statevcs.Repo.init("memory://")
     with pytest.raises(GitMirrorError, match=r"older statevcs.*non-string metadata keys"):
         import_git(copy, mirror)
-    assert copy.refs() == {}
+    assert copy.refs.as_hex() == {}
 
 
 def test_import_into_an_empty_repository_switches_to_the_mirrors_branch(

@@ -22,7 +22,6 @@ import sys
 from datetime import datetime, timedelta, timezone
 
 import statevcs
-from statevcs.merge import merge
 
 path, target = sys.argv[1], sys.argv[2]
 clock = [datetime(2025, 1, 1, tzinfo=timezone.utc)]
@@ -46,7 +45,7 @@ repo.checkout(agent, "side")
 agent["side"] = {"k": 1, "b": 2}
 repo.commit(agent, "side work", metadata={"source": "side", "base": "x"}, timestamp=tick())
 repo.checkout(agent, "main")
-merge(repo, "main", "side", strategy="ours", timestamp=tick())
+repo.merge("main", "side", strategy="ours", timestamp=tick())
 repo.checkout(agent, "main")
 agent["after"] = 1
 repo.commit(agent, "after the merge", timestamp=tick())

@@ -115,7 +115,7 @@ class Twin:
     # --- keeping the three in step -------------------------------------------------------
 
     def _statevcs_refs(self) -> dict[str, str]:
-        return self.repo.refs()
+        return self.repo.refs.as_hex()
 
     def _export(self) -> None:
         self.repo.export_git(self.mirror)
@@ -305,7 +305,7 @@ def git_refs(cwd: Path) -> dict[str, str]:
 
 
 def test_mirror_and_replay_hold_the_same_refs(twin: Twin) -> None:
-    mapped = {name: twin.to_git[value] for name, value in twin.repo.refs().items()}
+    mapped = {name: twin.to_git[value] for name, value in twin.repo.refs.as_hex().items()}
     exported = {n: v for n, v in mapped.items() if n.startswith(("refs/heads/", "refs/tags/"))}
     assert git_refs(twin.mirror) == exported
     assert git_refs(twin.replay) == mapped
@@ -326,7 +326,7 @@ def git_reflog(cwd: Path, name: str) -> list[tuple[str | None, str | None]]:
 
 
 def test_every_reflog_matches_what_git_records_for_the_same_operations(twin: Twin) -> None:
-    names = ["HEAD", *twin.repo.refs()]
+    names = ["HEAD", *twin.repo.refs.as_hex()]
     compared = 0
     for name in names:
         ours = [
@@ -470,7 +470,7 @@ def _reflog_length(twin: Twin, name: str) -> int:
     if name not in ("HEAD", "") and not name.startswith("refs/"):
         candidates = [f"refs/tags/{name}", f"refs/heads/{name}", f"refs/{name}"]
     for full in candidates:
-        if full == "HEAD" or full in twin.repo.refs():
+        if full == "HEAD" or full in twin.repo.refs.as_hex():
             return len(twin.repo.reflog(full))
     return 0
 

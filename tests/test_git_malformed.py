@@ -391,7 +391,7 @@ def test_malformed_mirrors_raise_statevcs_errors_and_change_nothing(
     shutil.copytree(base_mirror, mirror)
     with GitRepo(str(mirror)) as git_repo:
         case.breaks(git_repo)
-    refs, reflog, objects = target.refs(), target.reflog("main"), target.stats().objects
+    refs, reflog, objects = target.refs.as_hex(), target.reflog("main"), target.stats().objects
     outside = digest_tree(tmp_path, tmp_path / "target")
 
     with pytest.raises(StateVCSError) as raised:
@@ -399,14 +399,14 @@ def test_malformed_mirrors_raise_statevcs_errors_and_change_nothing(
     assert isinstance(raised.value, GitMirrorError), repr(raised.value)
     message = str(raised.value)
     assert __import__("re").search(case.match, message), message
-    assert target.refs() == refs
+    assert target.refs.as_hex() == refs
     assert target.reflog("main") == reflog
     if not case.leaves_objects:
         assert target.stats().objects == objects
     assert digest_tree(tmp_path, tmp_path / "target") == outside
     # A fresh handle agrees: nothing is half-written.
     with statevcs.Repo.open(tmp_path / "target") as again:
-        assert again.refs() == refs
+        assert again.refs.as_hex() == refs
         assert again.fsck().ok
 
 
@@ -431,7 +431,7 @@ def test_huge_files_are_refused(
     repo = statevcs.Repo.init("memory://")
     with pytest.raises(GitMirrorError, match="MAX_FILE_SIZE"):
         import_git(repo, mirror)
-    assert repo.refs() == {}
+    assert repo.refs.as_hex() == {}
 
 
 def test_unknown_files_are_ignored_with_a_warning(base_mirror: Path, tmp_path: Path) -> None:
@@ -509,7 +509,7 @@ def test_fuzzed_statevcs_json_raises_only_statevcs_errors(
     try:
         import_git(repo, mirror)
     except StateVCSError:
-        assert repo.refs() == {}
+        assert repo.refs.as_hex() == {}
 
 
 @settings(max_examples=300)

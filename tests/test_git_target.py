@@ -202,11 +202,11 @@ def test_pushed_bare_remote_clones_with_a_checked_out_branch(
 def test_import_refuses_an_ordinary_git_repository(history: statevcs.Repo, tmp_path: Path) -> None:
     project = tmp_path / "project"
     make_project(project)
-    before = history.refs()
+    before = history.refs.as_hex()
     with pytest.raises(GitMirrorError, match=r"not a statevcs mirror.*export"):
         import_git(history, project)
     empty = tmp_path / "empty.git"
     run_git("init", "-q", "--bare", empty, cwd=tmp_path)
     with pytest.raises(GitMirrorError, match="not a statevcs mirror"):
         import_git(history, empty)
-    assert history.refs() == before
+    assert history.refs.as_hex() == before

@@ -57,7 +57,7 @@ def test_merge_bases_are_the_best_common_ancestors(
 ) -> None:
     shape, skew = dag
     repo, ids = _build(shape, skew)
-    graph = CommitGraph(repo.db)
+    graph = CommitGraph(repo.objects)
     a = ids[data.draw(st.integers(0, len(ids) - 1))]
     b = ids[data.draw(st.integers(0, len(ids) - 1))]
     assert set(merge_bases(graph, a, b)) == _brute_bases(graph, a, b)
@@ -68,14 +68,14 @@ def test_criss_cross_has_two_merge_bases() -> None:
     #     \   X
     #       2 - 4 - 6
     repo, ids = _build([(), (0,), (0,), (1, 2), (2, 1), (3,), (4,)], [0] * 7)
-    graph = CommitGraph(repo.db)
+    graph = CommitGraph(repo.objects)
     assert set(merge_bases(graph, ids[5], ids[6])) == {ids[1], ids[2]}
     assert is_ancestor(graph, ids[0], ids[6]) and not is_ancestor(graph, ids[5], ids[6])
 
 
 def test_walk_is_newest_first_and_each_commit_once() -> None:
     repo, ids = _build([(), (0,), (0,), (1, 2), (3,)], [0] * 5)
-    graph = CommitGraph(repo.db)
+    graph = CommitGraph(repo.objects)
     order = [commit_id for commit_id, _ in walk(graph, [ids[4], ids[2]])]
     assert order == [ids[4], ids[3], ids[2], ids[1], ids[0]]
     assert [c for c, _ in walk(graph, [ids[4]], first_parent=True)] == [

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import statevcs
 from statevcs import MergeConflict, RefConflict, Snapshot
-from statevcs.merge import MISSING, merge, merge_base, merge_bases, merge_snapshots, same
+from statevcs.merge import MISSING, merge_snapshots, same
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
@@ -187,16 +187,16 @@ def test_clean_merges_are_symmetric_and_keep_one_sided_changes(
 def test_merge_base_of_a_fork(repo: statevcs.Repo, clock: Clock) -> None:
     forked(repo, clock)
     base = repo.resolve("main~1")
-    assert merge_base(repo, "main", "feature") == base
-    assert merge_base(repo, "feature", "main") == base
-    assert merge_base(repo, "main", "main~1") == base
-    assert merge_base(repo, "main~1", "main") == base
+    assert repo.merge_base("main", "feature") == base
+    assert repo.merge_base("feature", "main") == base
+    assert repo.merge_base("main", "main~1") == base
+    assert repo.merge_base("main~1", "main") == base
 
 
 def test_merge_base_of_unrelated_histories_is_none(repo: statevcs.Repo, clock: Clock) -> None:
     repo.commit({"x": 1}, "one", timestamp=clock())
     other = repo.write_commit(repo.write_snapshot(snap(y=1)), [], "root 2", timestamp=clock())
-    assert merge_base(repo, "main", other.id) is None
+    assert repo.merge_base("main", other.id) is None
 
 
 def test_criss_cross_merges_have_two_best_bases(repo: statevcs.Repo, clock: Clock) -> None:
@@ -205,8 +205,8 @@ def test_criss_cross_merges_have_two_best_bases(repo: statevcs.Repo, clock: Cloc
     sid = repo.get_commit("main").snapshot_id
     x = repo.write_commit(sid, [m1, f1], "x", timestamp=clock())
     y = repo.write_commit(sid, [f1, m1], "y", timestamp=clock())
-    assert sorted(merge_bases(repo, x.id, y.id)) == sorted([m1, f1])
-    assert merge_base(repo, x.id, y.id) in (m1, f1)
+    assert sorted(repo.merge_bases(x.id, y.id)) == sorted([m1, f1])
+    assert repo.merge_base(x.id, y.id) in (m1, f1)
 
 
 # --- merge into a branch -----------------------------------------------------------------
@@ -215,7 +215,7 @@ def test_criss_cross_merges_have_two_best_bases(repo: statevcs.Repo, clock: Cloc
 def test_merge_writes_a_two_parent_commit(repo: statevcs.Repo, clock: Clock) -> None:
     forked(repo, clock)
     main_head, feature_head = repo.resolve("main"), repo.resolve("feature")
-    commit = merge(repo, "main", "feature", timestamp=clock())
+    commit = repo.merge("main", "feature", timestamp=clock())
     assert commit.parents == (main_head, feature_head)
     assert repo.resolve("main") == commit.id
     assert repo.show("main").state == {"a": 2, "b": 3, "c": 1}
@@ -227,7 +227,7 @@ def test_merge_writes_a_two_parent_commit(repo: statevcs.Repo, clock: Clock) -> 
 def test_merging_an_ancestor_changes_nothing(repo: statevcs.Repo, clock: Clock) -> None:
     forked(repo, clock)
     head = repo.resolve("main")
-    assert merge(repo, "main", "main~1").id == head
+    assert repo.merge("main", "main~1").id == head
     assert repo.resolve("main") == head
 
 
@@ -236,10 +236,10 @@ def test_merge_fast_forwards_when_the_target_is_an_ancestor(
 ) -> None:
     forked(repo, clock)
     repo.branch("behind", "main~1")
-    commit = merge(repo, "behind", "main")
+    commit = repo.merge("behind", "main")
     assert commit.id == repo.resolve("main") == repo.resolve("behind")
     repo.branch("behind2", "main~1")
-    forced = merge(repo, "behind2", "main", fast_forward=False, timestamp=clock())
+    forced = repo.merge("behind2", "main", fast_forward=False, timestamp=clock())
     assert len(forced.parents) == 2
 
 
@@ -250,11 +250,11 @@ def test_a_conflict_writes_and_moves_nothing(repo: statevcs.Repo, clock: Clock) 
     head = repo.resolve("main")
     objects = repo.stats().objects
     with pytest.raises(MergeConflict) as info:
-        merge(repo, "main", "feature")
+        repo.merge("main", "feature")
     assert info.value.keys == ["b"]
     assert repo.resolve("main") == head
     assert repo.stats().objects == objects
-    merged = merge(repo, "main", "feature", strategy="theirs", timestamp=clock())
+    merged = repo.merge("main", "feature", strategy="theirs", timestamp=clock())
     assert repo.show(merged.id).state["b"] == 3
     assert merged.metadata["merge"]["resolved"] == {"state.b": "theirs"}
 
@@ -263,24 +263,25 @@ def test_the_branch_moves_with_compare_and_swap(
     repo: statevcs.Repo, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     forked(repo, clock)
-    real = repo.write_commit
+    real = repo.objects.encode_snapshot
     sneaky = repo.resolve("main~1")
 
     def racing(*args: Any, **kwargs: Any) -> Any:
-        commit = real(*args, **kwargs)
-        repo.set_ref("refs/heads/main", sneaky)  # another writer moves main meanwhile
-        return commit
+        written = real(*args, **kwargs)
+        # another writer moves main while the merge is being written
+        repo.refs.set("refs/heads/main", bytes.fromhex(sneaky))
+        return written
 
-    monkeypatch.setattr(repo, "write_commit", racing)
+    monkeypatch.setattr(repo.objects, "encode_snapshot", racing)
     with pytest.raises(RefConflict):
-        merge(repo, "main", "feature", timestamp=clock())
+        repo.merge("main", "feature", timestamp=clock())
     assert repo.resolve("main") == sneaky
 
 
 def test_merging_into_a_missing_branch_fails(repo: statevcs.Repo, clock: Clock) -> None:
     forked(repo, clock)
     with pytest.raises(statevcs.RefNotFound):
-        merge(repo, "nope", "feature")
+        repo.merge("nope", "feature")
 
 
 def test_repo_merge_method_delegates(repo: statevcs.Repo, clock: Clock) -> None:

@@ -88,9 +88,9 @@ def _written_by_append(repo: Repo, state: dict[str, Any], start: int) -> int:
 
 
 def _tree_height(repo: Repo) -> int:
-    snapshot = repo.db.load(bytes.fromhex(repo.get_commit("HEAD").snapshot_id))
+    snapshot = repo.objects.load(bytes.fromhex(repo.get_commit("HEAD").snapshot_id))
     assert isinstance(snapshot, SnapshotObject)
-    root = repo.db.load(snapshot.messages)
+    root = repo.objects.load(snapshot.messages)
     assert isinstance(root, ListNode)
     return root.level + 1
 

@@ -169,7 +169,7 @@ class HeadContext:
 
     def commits_with_prefix(self, low: bytes, high: bytes) -> list[bytes]:
         ids = self.repo.store.ids_in_range(low, high, limit=1000)
-        return [i for i in ids if isinstance(self.repo.db.load(i), CommitObject)]
+        return [i for i in ids if isinstance(self.repo.objects.load(i), CommitObject)]
 
     def parents(self, commit_id: bytes) -> tuple[bytes, ...]:
         commit = self.repo.get_commit(commit_id.hex())
