@@ -485,5 +485,5 @@ def test_counts_that_disagree_with_the_children_are_corrupt() -> None:
         lambda: prolly.diff(reader, root, reader.build(item_ids(14, 7))),
         lambda: reader.splice(root, 3, []),
     ):
-        with pytest.raises(CorruptObject, match="items where its (parent|nodes) counts?"):
+        with pytest.raises(CorruptObject, match=r"items where its (parent|nodes) counts?"):
             read()
