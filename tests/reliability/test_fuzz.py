@@ -27,9 +27,9 @@ from statevcs.stores.memory import MemoryStore
 from statevcs.stores.sqlite import SQLiteStore
 
 from .harness import count, dump_tables, run_worker, snapshot_content
-from .workers import repository_digest
+from .workers import all_refs, repository_digest
 
-EXAMPLES = count("EXAMPLES", 60)
+EXAMPLES = count("EXAMPLES", 40)
 # Exploring: STATEVCS_RELIABILITY_COLLECT=problems.txt lists every problem instead of failing.
 COLLECT = os.environ.get("STATEVCS_RELIABILITY_COLLECT")
 OPS_PER_EXAMPLE = 6
@@ -356,6 +356,16 @@ def _ops(
         a, b = draw(revisions), draw(revisions)
         return ("a", "b"), lambda: repo.merge_base(a, b)
 
+    @op("merge_bases")
+    def _merge_bases() -> Any:
+        a, b = draw(revisions), draw(revisions)
+        return ("a", "b"), lambda: repo.merge_bases(a, b)
+
+    @op("is_ancestor")
+    def _is_ancestor() -> Any:
+        a, b = draw(revisions), draw(revisions)
+        return ("ancestor", "descendant"), lambda: repo.is_ancestor(a, b)
+
     @op("branch")
     def _branch() -> Any:
         name, start, force = draw(names), draw(revisions), draw(st.booleans())
@@ -488,11 +498,11 @@ def _ops(
 
 def _read_all(repo: Repo) -> dict[str, Any]:
     seen: dict[str, Any] = {}
-    for ref, commit_id in repo.refs().items():
+    for ref, commit_id in all_refs(repo).items():
         seen[ref] = commit_id
     for commit in repo.log_all():
         seen[commit.id] = (commit, snapshot_content(repo.show(commit.id)))
-    seen["reflog"] = [repo.reflog(r) for r in repo.refs()]
+    seen["reflog"] = [repo.reflog(r) for r in all_refs(repo)]
     return seen
 
 

@@ -31,6 +31,13 @@ def dict_digest(state: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
+def all_refs(repo: Repo) -> dict[str, str]:
+    """Return every branch and tag as ``{full ref name: commit id}``."""
+    refs = {f"refs/heads/{name}": commit for name, commit in repo.branches().items()}
+    refs.update({f"refs/tags/{name}": commit for name, commit in repo.tags().items()})
+    return refs
+
+
 def _say(line: str) -> None:
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
@@ -169,7 +176,7 @@ def read_everything(folder: str, serializer: str) -> None:
     repo = attempt("open", lambda: Repo.open(folder, serializer=chosen))
     if repo is not None:
         history = attempt("log_all", lambda: [c.id for c in repo.log_all()]) or []
-        revisions = ["HEAD", *repo.refs(), *history]
+        revisions = ["HEAD", *all_refs(repo), *history]
         for rev in revisions:
             attempt(f"show {rev}", lambda rev=rev: repo.show(rev))
             attempt(f"checkout {rev}", lambda rev=rev: repo.checkout({}, rev))
@@ -185,7 +192,7 @@ def read_everything(folder: str, serializer: str) -> None:
 
 def repository_digest(repo: Repo) -> str:
     """Return a digest of every ref, commit, snapshot and reflog of ``repo``."""
-    everything: list[Any] = [sorted(repo.refs().items()), repo.default_branch]
+    everything: list[Any] = [sorted(all_refs(repo).items()), repo.default_branch]
     for commit in sorted(repo.log_all(), key=lambda c: c.id):
         snapshot = repo.show(commit.id)
         everything.append(
@@ -199,7 +206,7 @@ def repository_digest(repo: Repo) -> str:
                 [snapshot.kind, snapshot.messages, snapshot.state, snapshot.extras],
             ]
         )
-    for ref in ["HEAD", *sorted(repo.refs())]:
+    for ref in ["HEAD", *sorted(all_refs(repo))]:
         everything.append([[r.old, r.new, r.message] for r in repo.reflog(ref)])
     text = json.dumps(everything, sort_keys=True, ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
