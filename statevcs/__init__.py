@@ -11,7 +11,17 @@
 1
 """
 
-from .adapters import Adapter, register_adapter, transient, transient_clear, transient_keys
+from .adapters import (
+    ADAPTERS,
+    Adapter,
+    AdapterRegistry,
+    IncrementalAdapter,
+    register_adapter,
+    transient,
+    transient_clear,
+    transient_keys,
+    unregister_adapter,
+)
 from .diff import MessageChange, MessagesDiff, SnapshotDiff, ValueChange
 from .durations import InvalidDuration
 from .errors import (
@@ -50,7 +60,9 @@ from .snapshot import Snapshot
 __version__ = "0.1.0"
 
 __all__ = [
+    "ADAPTERS",
     "Adapter",
+    "AdapterRegistry",
     "AmbiguousRefWarning",
     "AmbiguousRevision",
     "Commit",
@@ -59,6 +71,7 @@ __all__ = [
     "FsckReport",
     "GCReport",
     "GitMirrorError",
+    "IncrementalAdapter",
     "InvalidDuration",
     "InvalidRefName",
     "InvalidRevision",
@@ -99,4 +112,5 @@ __all__ = [
     "transient",
     "transient_clear",
     "transient_keys",
+    "unregister_adapter",
 ]

@@ -8,12 +8,12 @@ imported, and are imported lazily the first time the repository meets one of the
 
 from __future__ import annotations
 
-import importlib
 import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from importlib import metadata
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import UnsupportedObject
@@ -28,9 +28,6 @@ _NULL_MESSAGES = "statevcs.messages_null"
 class Adapter(Protocol):
     """Captures a live object as a :class:`Snapshot` and restores one into it in place.
 
-    Adapters may also offer ``unchanged_prefix(obj) -> int | None`` (how many leading messages
-    are known unchanged since the last ``mark_synced(obj)``) and ``mark_synced(obj)``, which the
-    repository calls after each commit or checkout; then a commit re-encodes only new messages.
     During every call :func:`current_repo` names the repository doing the work.
     """
 
@@ -45,10 +42,27 @@ class Adapter(Protocol):
         ...
 
 
-_current_repo: ContextVar[Any] = ContextVar("statevcs_current_repo", default=None)
+@runtime_checkable
+class IncrementalAdapter(Adapter, Protocol):
+    """An adapter that knows which leading messages are unchanged since the last sync.
+
+    The repository calls :meth:`mark_synced` after each commit or checkout of ``obj``; then a
+    commit re-encodes only the messages after :meth:`unchanged_prefix`.
+    """
+
+    def unchanged_prefix(self, obj: Any) -> int | None:
+        """Return how many leading messages are unchanged since ``mark_synced`` (or ``None``)."""
+        ...
+
+    def mark_synced(self, obj: Any) -> None:
+        """Record that ``obj`` now equals what the repository stored or restored."""
+        ...
 
 
-def current_repo() -> Any:
+_current_repo: ContextVar[object | None] = ContextVar("statevcs_current_repo", default=None)
+
+
+def current_repo() -> object | None:
     """Return the ``Repo`` committing or checking out through the adapter right now, or ``None``.
 
     Adapters that keep per-repository state (such as which messages a repository already holds,
@@ -58,7 +72,7 @@ def current_repo() -> Any:
 
 
 @contextmanager
-def acting_for(repo: Any) -> Iterator[None]:
+def acting_for(repo: object) -> Iterator[None]:
     """Make :func:`current_repo` return ``repo`` inside the ``with`` block (the repo's job)."""
     token = _current_repo.set(repo)
     try:
@@ -67,55 +81,124 @@ def acting_for(repo: Any) -> Iterator[None]:
         _current_repo.reset(token)
 
 
-_registry: dict[type | str, Adapter] = {}
-_lazy_integrations = {"strands": "statevcs.integrations.strands"}
-_lock = threading.RLock()
+ENTRY_POINT_GROUP = "statevcs.adapters"
+"""Entry-point group through which integrations declare their adapters.
+
+The entry point's name is the top-level module of the framework (``strands``); its value is a
+module that registers adapters when imported, or a callable taking the registry. The registry
+loads it the first time it meets an object from that framework, so ``import statevcs`` never
+imports a framework. statevcs's own integrations are declared the same way (pyproject.toml).
+"""
+
+Target = type | str
+"""What an adapter is registered for: a class, or ``"module.QualName"`` (no import needed)."""
 
 
-def register_adapter(target: type | str, adapter: Adapter) -> None:
-    """Use ``adapter`` for objects of type ``target`` (a class or ``"module.QualName"``)."""
-    with _lock:
-        _registry[target] = adapter
+class AdapterRegistry:
+    """Maps object types to adapters; a registry with a ``parent`` falls back to it.
 
+    The process-wide registry is :data:`ADAPTERS`; a repository can have its own child
+    registry (``Repo.init(..., adapters=AdapterRegistry(parent=ADAPTERS))``) to override an
+    adapter for its objects only.
+    """
 
-def _lookup(cls: type) -> Adapter | None:
-    for klass in cls.__mro__:
-        adapter = _registry.get(klass) or _registry.get(f"{klass.__module__}.{klass.__qualname__}")
+    def __init__(self, parent: AdapterRegistry | None = None, *, entry_points: bool = False):
+        self._parent = parent
+        self._adapters: dict[Target, Adapter] = {}
+        self._entry_points = entry_points
+        self._loaded: set[str] = set()
+        self._lock = threading.RLock()
+
+    def register(self, target: Target, adapter: Adapter) -> None:
+        """Use ``adapter`` for objects of type ``target`` (and its subclasses)."""
+        if not isinstance(target, (type, str)):
+            raise TypeError(f"target must be a class or a 'module.QualName' string, got {target!r}")
+        if not isinstance(adapter, Adapter):
+            raise TypeError(
+                f"adapter must have kind, capture(obj) and restore(obj, snapshot); got "
+                f"{type(adapter).__name__}"
+            )
+        with self._lock:
+            self._adapters[target] = adapter
+
+    def unregister(self, target: Target) -> None:
+        """Forget the adapter registered for ``target`` here (``KeyError`` if there is none)."""
+        with self._lock:
+            del self._adapters[target]
+
+    def lookup(self, obj: object) -> Adapter:
+        """Return the adapter for ``obj``, loading a framework integration if one is declared."""
+        cls = type(obj)
+        adapter = self._find(cls)
         if adapter is not None:
             return adapter
-    return None
-
-
-def adapter_for(obj: Any) -> Adapter:
-    """Return the adapter for ``obj``, importing a framework integration if needed."""
-    cls = type(obj)
-    adapter = _lookup(cls)
-    if adapter is not None:
-        return adapter
-    for klass in cls.__mro__:
-        root = klass.__module__.split(".", 1)[0]
-        module = _lazy_integrations.get(root)
-        if module is not None:
-            try:
-                importlib.import_module(module)
-            except ImportError as exc:
-                raise UnsupportedObject(
-                    f"cannot load the statevcs integration for {root} ({exc}); "
-                    f"install it with `pip install 'statevcs[{root}]'`"
-                ) from exc
-            adapter = _lookup(cls)
+        if self._load_integrations(cls):
+            adapter = self._find(cls)
             if adapter is not None:
                 return adapter
-    raise UnsupportedObject(
-        f"statevcs does not know how to capture a {cls.__module__}.{cls.__qualname__}; "
-        "pass a dict or a statevcs.Snapshot, or register an adapter with "
-        "statevcs.register_adapter(YourClass, adapter)"
-    )
+        raise UnsupportedObject(
+            f"statevcs does not know how to capture a {cls.__module__}.{cls.__qualname__}; "
+            "pass a dict or a statevcs.Snapshot, or register an adapter with "
+            "statevcs.register_adapter(YourClass, adapter)"
+        )
+
+    def _find(self, cls: type) -> Adapter | None:
+        for klass in cls.__mro__:
+            adapter = self._adapters.get(klass) or self._adapters.get(
+                f"{klass.__module__}.{klass.__qualname__}"
+            )
+            if adapter is not None:
+                return adapter
+        return self._parent._find(cls) if self._parent is not None else None
+
+    def _load_integrations(self, cls: type) -> bool:
+        if self._parent is not None:
+            return self._parent._load_integrations(cls)
+        if not self._entry_points:
+            return False
+        roots = {klass.__module__.split(".", 1)[0] for klass in cls.__mro__}
+        loaded = False
+        for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            if entry.name not in roots or entry.name in self._loaded:
+                continue
+            with self._lock:
+                self._loaded.add(entry.name)
+            try:
+                target = entry.load()
+            except ImportError as exc:
+                raise UnsupportedObject(
+                    f"cannot load the statevcs integration for {entry.name} ({exc}); "
+                    f"install it with `pip install 'statevcs[{entry.name}]'`"
+                ) from exc
+            if callable(target):
+                target(self)
+            loaded = True
+        return loaded
+
+
+ADAPTERS = AdapterRegistry(entry_points=True)
+"""The process-wide adapter registry (integrations register here through entry points)."""
+
+
+def register_adapter(target: Target, adapter: Adapter) -> None:
+    """Use ``adapter`` for objects of type ``target`` (a class or ``"module.QualName"``)."""
+    ADAPTERS.register(target, adapter)
+
+
+def unregister_adapter(target: Target) -> None:
+    """Forget the process-wide adapter for ``target``."""
+    ADAPTERS.unregister(target)
+
+
+def adapter_for(obj: object) -> Adapter:
+    """Return the process-wide adapter for ``obj``, loading an integration if needed."""
+    return ADAPTERS.lookup(obj)
 
 
 # --- transient keys -----------------------------------------------------------
 
 _transient: dict[int, tuple[Any, set[str]]] = {}
+_lock = threading.RLock()
 
 
 def transient(obj: Any, *keys: str) -> None:
@@ -225,14 +308,19 @@ register_adapter(dict, DictAdapter())
 register_adapter(Snapshot, SnapshotAdapter())
 
 __all__ = [
+    "ADAPTERS",
+    "ENTRY_POINT_GROUP",
     "Adapter",
+    "AdapterRegistry",
     "DictAdapter",
+    "IncrementalAdapter",
     "SnapshotAdapter",
     "acting_for",
     "adapter_for",
     "current_repo",
     "register_adapter",
     "transient",
+    "unregister_adapter",
     "transient_clear",
     "transient_keys",
 ]

@@ -13,7 +13,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from .adapters import acting_for, adapter_for, transient_keys
+from .adapters import (
+    ADAPTERS,
+    Adapter,
+    AdapterRegistry,
+    IncrementalAdapter,
+    acting_for,
+    transient_keys,
+)
 from .commitfields import canonical_metadata, check_text, timestamp_us
 from .diff import SnapshotDiff, diff_snapshots
 from .durations import as_duration
@@ -156,6 +163,7 @@ class Repo:
         serializer: StateSerializer | None = None,
         author: str | None = None,
         path: Path | None = None,
+        adapters: AdapterRegistry | None = None,
     ) -> None:
         if serializer is not None and not isinstance(serializer, StateSerializer):
             raise TypeError(
@@ -173,6 +181,13 @@ class Repo:
         """Plumbing: refs by full name, compare-and-swap, reflogs, the stored default branch."""
         self.config: Final = Config(store)
         """Plumbing: the repository's configuration."""
+        if adapters is not None and not isinstance(adapters, AdapterRegistry):
+            raise TypeError(f"adapters must be an AdapterRegistry, got {type(adapters).__name__}")
+        self.adapters: Final = adapters or AdapterRegistry(parent=ADAPTERS)
+        """Which adapter captures and restores each kind of live object, for this handle.
+
+        Register an adapter here to override the process-wide one (``ADAPTERS``) for this
+        repository only."""
         self._lock = threading.RLock()
         self._tracked: dict[int, tuple[weakref.ref[Any], _Sync]] = {}
         self._head_sync: _Sync | None = None  # plain dicts and other non-weakrefable objects
@@ -214,6 +229,7 @@ class Repo:
         author: str | None = None,
         default_branch: str = DEFAULT_BRANCH,
         durability: Durability = "normal",
+        adapters: AdapterRegistry | None = None,
     ) -> Repo:
         """Create a repository (a folder holding one SQLite file, or ``memory://``).
 
@@ -226,7 +242,7 @@ class Repo:
         _check_durability(durability)
         text = _location(path)
         if text == MEMORY_URL:
-            repo = cls(MemoryStore(), serializer=serializer, author=author)
+            repo = cls(MemoryStore(), serializer=serializer, author=author, adapters=adapters)
         else:
             folder = Path(text)
             if (folder / DB_FILENAME).exists():
@@ -243,7 +259,7 @@ class Repo:
                     f"cannot create {folder}: {exc}; choose another path"
                 ) from None
             store = SQLiteStore(folder / DB_FILENAME, durability=durability)
-            repo = cls(store, serializer=serializer, author=author, path=folder)
+            repo = cls(store, serializer=serializer, author=author, path=folder, adapters=adapters)
         repo.store.set_symbolic(HEAD, ref)
         repo.store.config_set("core.format", REPOSITORY_FORMAT)
         repo.store.config_set(DURABILITY_KEY, durability)
@@ -258,6 +274,7 @@ class Repo:
         serializer: StateSerializer | None = None,
         author: str | None = None,
         durability: Durability | None = None,
+        adapters: AdapterRegistry | None = None,
     ) -> Repo:
         """Open an existing repository folder (or its ``statevcs.sqlite3`` file).
 
@@ -291,7 +308,7 @@ class Repo:
             stored = config.get(DURABILITY_KEY, "normal")
             durability = "full" if stored == "full" else "normal"
         store = SQLiteStore(folder / DB_FILENAME, durability=durability)
-        return cls(store, serializer=serializer, author=author, path=folder)
+        return cls(store, serializer=serializer, author=author, path=folder, adapters=adapters)
 
     @property
     def url(self) -> str:
@@ -406,12 +423,11 @@ class Repo:
             )
         return self._head_ref, None
 
-    def _message_base(self, sync: _Sync | None, adapter: Any, obj: Any) -> MessageBase | None:
+    def _message_base(self, sync: _Sync | None, adapter: Adapter, obj: Any) -> MessageBase | None:
         previous = sync.messages if sync is not None else None
-        hint = getattr(adapter, "unchanged_prefix", None)
-        if previous is None or not callable(hint):
+        if previous is None or not isinstance(adapter, IncrementalAdapter):
             return None
-        keep = hint(obj)
+        keep = adapter.unchanged_prefix(obj)
         if keep is None:
             return None
         return MessageBase(previous, int(keep))
@@ -444,7 +460,7 @@ class Repo:
             _check_str(branch, "branch")
         if on_conflict not in ("raise", "merge"):
             raise TypeError(f"on_conflict must be 'raise' or 'merge', got {on_conflict!r}")
-        adapter = adapter_for(obj)
+        adapter = self.adapters.lookup(obj)
         with self._lock, acting_for(self):
             snapshot = adapter.capture(obj)
             ref, sync = self._target(obj, branch)
@@ -531,16 +547,15 @@ class Repo:
         """
         self.refs.update(updates, objects)
 
-    def _after_write(self, obj: Any, adapter: Any, sync: _Sync) -> None:
+    def _after_write(self, obj: Any, adapter: Adapter, sync: _Sync) -> None:
         self._set_sync(obj, sync)
-        marker = getattr(adapter, "mark_synced", None)
-        if callable(marker):
-            marker(obj)
+        if isinstance(adapter, IncrementalAdapter):
+            adapter.mark_synced(obj)
 
     def _commit_merging(
         self,
         obj: Any,
-        adapter: Any,
+        adapter: Adapter,
         ref: str,
         sync: _Sync | None,
         snapshot: Snapshot,
@@ -602,7 +617,7 @@ class Repo:
         branch when this handle already tracks it, else the handle's ``HEAD``.
         """
         _check_str(rev, "rev")
-        adapter = adapter_for(obj)
+        adapter = self.adapters.lookup(obj)
         with self._lock, acting_for(self):
             sync = self._sync_of(obj)
             own_head = sync.branch if sync is not None else self._head_ref
