@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,10 @@ from .test_hostile_repos import Planter, _deep_array
         ("b", lambda r: r.diff("HEAD", 5)),
         ("a", lambda r: r.merge_base(None, "HEAD")),
         ("b", lambda r: r.merge_base("HEAD", 5)),
+        ("target_branch", lambda r: r.merge(None, "HEAD")),
+        ("source_rev", lambda r: r.merge("main", None)),
+        ("ancestor", lambda r: r.is_ancestor(None, "HEAD")),
+        ("descendant", lambda r: r.is_ancestor("HEAD", 5)),
     ],
 )
 def test_type_error_names_the_argument_the_caller_passed(
@@ -28,6 +33,13 @@ def test_type_error_names_the_argument_the_caller_passed(
 ) -> None:
     with pytest.raises(TypeError, match=rf"\b{argument} must\b"):
         call(small_repo)
+
+
+def test_export_git_to_a_path_with_a_nul_character_raises_a_statevcs_error(
+    small_repo: Repo, tmp_path: Path
+) -> None:
+    with pytest.raises(statevcs.StateVCSError):
+        small_repo.export_git(str(tmp_path / "mirror") + "\x00x")
 
 
 def test_config_get_with_a_lone_surrogate_raises_a_statevcs_error(small_repo: Repo) -> None:

@@ -94,10 +94,11 @@ def test_writers_on_separate_branches_share_the_prefix(tmp_path: Path) -> None:
             assert len(list(repo.log(name))) == COMMITS + 1
         stats = repo.stats()
         assert repo.fsck().problems == ()
-    # The prefix is stored once: what the branches added is their own messages plus small
-    # tree nodes, far below another copy of the prefix per branch.
-    own_messages = WRITERS * COMMITS * 220
-    assert stats.bytes_stored - single < own_messages * 3 + WRITERS * COMMITS * 600
+    # The prefix (about 28 KB) is stored once: each commit adds its own message and a bounded
+    # overhead (commit, snapshot, the tree path to the new leaf), never another prefix copy.
+    per_commit = (stats.bytes_stored - single) / (WRITERS * COMMITS)
+    assert per_commit < 3_000, f"{per_commit:.0f} bytes stored per commit"
+    print(f"\n{per_commit:.0f} bytes per commit on 8 branches, dedup ratio {stats.dedup_ratio:.1f}")
     assert stats.dedup_ratio > 5
 
 
