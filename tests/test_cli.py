@@ -1,4 +1,4 @@
-"""The ``statevcs`` command line (statevcs/cli.py), through click's CliRunner.
+"""The ``statevcs`` command line (the statevcs.cli package), through click's CliRunner.
 
 A few end-to-end runs start a real ``python -m statevcs`` (or the installed console script);
 everything else runs in-process, which is much faster. ``invoke`` is shared with the other
@@ -15,15 +15,15 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Mapping
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import click
 import pytest
 from click.testing import CliRunner, Result
 
 import statevcs
-from statevcs.cli import cli, message_lines, parse_duration, to_plain
+from statevcs.cli import cli, message_lines, to_plain
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "examples" / "branching_demo.py"
@@ -118,15 +118,14 @@ def scratch(tmp_path: Path) -> Path:
 # --- pure helpers -----------------------------------------------------------------------
 
 
-def test_parse_duration() -> None:
-    assert parse_duration("2w").days == 14
-    assert parse_duration("1w2d").days == 9
-    assert parse_duration("90m").total_seconds() == 5400
-    assert parse_duration("0").total_seconds() == 0
-    assert parse_duration("3.5").total_seconds() == 3.5
-    for bad in ("two weeks", "-5", "nan", "inf"):
-        with pytest.raises(click.BadParameter):
-            parse_duration(bad)
+def test_gc_grace_takes_the_core_durations(scratch: Path) -> None:
+    for grace, seconds in (("2w", 14 * 86_400), ("1w2d", 9 * 86_400), ("90m", 5400), ("3.5", 3.5)):
+        result = invoke("gc", "--dry-run", "--grace", grace, "--json", cwd=scratch)
+        assert json.loads(result.stdout)["grace_seconds"] == seconds, grace
+    for bad in ("two weeks", "-5", "nan", "inf", "1000000w"):
+        error = invoke("gc", "--dry-run", "--grace", bad, cwd=scratch, code=2).stderr
+        assert error.startswith("error: ") and "is not a duration" in error, bad
+        assert "--grace" in error and "Traceback" not in error
 
 
 def test_message_rendering_covers_strands_and_plain_dicts() -> None:
@@ -187,7 +186,7 @@ def test_log_graph_draws_three_branches_as_git_does(demo: Path) -> None:
 def test_log_formats(demo: Path) -> None:
     oneline = invoke("log", "--oneline", "--all", cwd=demo).stdout.splitlines()
     with statevcs.Repo.open(demo) as repo:
-        assert len(oneline) == len(list(repo.log_all())) == 9
+        assert len(oneline) == repo.stats().commits == 9
         head = repo.get_commit("main")
     assert invoke("log", "-n", "2", "--oneline", cwd=demo).stdout.count("\n") == 2
     assert invoke("log", "-2", "--oneline", cwd=demo).stdout.count("\n") == 2
@@ -254,6 +253,33 @@ def test_colors_follow_the_options(demo: Path) -> None:
     assert "\x1b[" in colored
     plain = invoke("--color", "always", "log", "--oneline", cwd=demo, env={"NO_COLOR": "1"}).stdout
     assert "\x1b[3" not in plain  # NO_COLOR drops colors (bold may stay)
+
+
+@pytest.fixture(scope="module")
+def msgpack_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two commits whose state was written with msgpack (a datetime JSON cannot hold)."""
+    path = tmp_path_factory.mktemp("msgpack") / "repo"
+    with statevcs.Repo.init(path, serializer=statevcs.MsgpackSerializer()) as repo:
+        agent: dict[str, Any] = {"messages": [], "when": datetime(2025, 1, 1, tzinfo=timezone.utc)}
+        repo.commit(agent, "first", timestamp=datetime(2025, 1, 1, tzinfo=timezone.utc))
+        agent["when"] = datetime(2025, 2, 1, tzinfo=timezone.utc)
+        repo.commit(agent, "second", timestamp=datetime(2025, 1, 2, tzinfo=timezone.utc))
+    return path
+
+
+def test_serializer_auto_reads_msgpack_state(msgpack_repo: Path) -> None:
+    shown = json.loads(invoke("show", "--json", cwd=msgpack_repo).stdout)
+    assert shown["snapshot"]["state_codec"] == "msgpack"
+    assert shown["snapshot"]["state"]["when"] == "2025-02-01T00:00:00+00:00"
+    assert "codec msgpack" in invoke("show", cwd=msgpack_repo).stdout
+    changed = json.loads(invoke("diff", "HEAD~1", "HEAD", "--json", cwd=msgpack_repo).stdout)
+    assert [c["key"] for c in changed["state"]] == ["when"]
+
+
+def test_a_serializer_that_cannot_read_the_state_gives_cli_advice(msgpack_repo: Path) -> None:
+    error = invoke("--serializer", "json", "show", cwd=msgpack_repo, code=1).stderr
+    assert error.startswith("error: ") and error.count("\n") == 1
+    assert "`--serializer msgpack`" in error and "statevcs.MsgpackSerializer" not in error
 
 
 # --- finding the repository ------------------------------------------------------------------
@@ -357,6 +383,23 @@ def test_export_and_import_git(scratch: Path, tmp_path: Path) -> None:
     assert invoke("log", "--graph", cwd=tmp_path / "copy").stdout == original
     only = invoke("export-git", tmp_path / "budget.git", "--branch", "budget", cwd=scratch).stdout
     assert "refs/heads/budget" in only and "refs/heads/main" not in only
+
+
+def test_the_git_mirror_without_dulwich_says_what_to_install(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As without the git extra: dulwich cannot be imported.
+    for name in list(sys.modules):
+        if name.partition(".")[0] == "dulwich":
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "dulwich", None)
+    for command in ("export-git", "import-git"):
+        error = invoke(command, tmp_path / "mirror", cwd=demo, code=1).stderr
+        assert error.startswith("error: ") and error.count("\n") == 1
+        assert "dulwich" in error and "pip install 'statevcs[git]'" in error
+    assert not (tmp_path / "mirror").exists()
+    # Every other command works without the mirror.
+    assert invoke("log", "--oneline", "-n", "1", cwd=demo).stdout.count("\n") == 1
 
 
 # --- end to end: real processes ----------------------------------------------------------------

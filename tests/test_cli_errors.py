@@ -17,6 +17,7 @@ import pytest
 from test_cli import invoke
 
 import statevcs
+from statevcs.durations import DURATION_HELP
 from statevcs.repo import Repo
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -98,8 +99,8 @@ def test_usage_errors_exit_2_in_the_same_style(empty: Path) -> None:
         result = invoke(*args, cwd=empty, code=2)
         assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
         assert f"(see `statevcs {args[0]} --help`)" in result.stderr
-    grace = invoke("gc", "--grace", "soon", cwd=empty, code=2).stderr
-    assert "'soon' is not a duration" in grace and "3d12h" in grace
+    grace = " ".join(invoke("gc", "--grace", "soon", cwd=empty, code=2).stderr.split())
+    assert "'soon' is not a duration" in grace and " ".join(DURATION_HELP.split()) in grace
     assert invoke("--colour", "never", "log", cwd=empty, code=2).stderr.startswith("error: ")
 
 
@@ -140,8 +141,10 @@ def test_help_shows_the_revision_syntax() -> None:
 
 
 def test_gc_help_shows_the_duration_format() -> None:
+    # The one description of durations, shared with the library's gc(grace="...").
     text = " ".join(invoke("gc", "--help").stdout.split())
-    for form in ("2w", "3d12h", "90m", "45s", "1w2d", "seconds", "0 or now"):
+    assert " ".join(DURATION_HELP.split()) in text
+    for form in ("2w", "1w2d", "seconds", "0/now"):
         assert form in text, form
 
 
@@ -222,5 +225,5 @@ def test_init_durability_is_stored_and_used_by_later_handles(tmp_path: Path) -> 
     result = invoke("init", tmp_path / "durable", "--durability", "full", "--json")
     assert json.loads(result.stdout)["durability"] == "full"
     with Repo.open(tmp_path / "durable") as repo:
-        assert repo.config_get("core.durability") == "full"
+        assert repo.config.get("core.durability") == "full"
         assert repo.store.durability == "full"  # type: ignore[attr-defined]

@@ -103,18 +103,18 @@ def build(path: Path, history: History) -> Repo:
     """Write ``history`` (one commit every 10 s) into a new repository at ``path``."""
     commits, heads = history
     repo = Repo.init(path)
-    snapshot = repo.write_snapshot(Snapshot(kind="dict", messages=[], state={}, extras={}))
-    ids: dict[str, str] = {}
+    snapshot = repo.objects.write_snapshot(Snapshot(kind="dict", messages=[], state={}, extras={}))
+    ids: dict[str, bytes] = {}
     for number, (message, parents) in enumerate(commits):
-        commit = repo.write_commit(
+        ids[message] = repo.objects.write_commit(
             snapshot,
             [ids[p] for p in parents],
-            message,
+            message=message,
+            author=repo.author,
             timestamp=T0 + timedelta(seconds=10 * number),
         )
-        ids[message] = commit.id
     for branch, head in heads.items():
-        repo.set_ref(f"refs/heads/{branch}", ids[head])
+        repo.refs.set(f"refs/heads/{branch}", ids[head])
     return repo
 
 

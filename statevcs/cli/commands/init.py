@@ -1,0 +1,50 @@
+"""``statevcs init``: create an empty repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ...errors import RepositoryExists
+from ...repo import Repo
+from ..context import CommandError, current_state, json_option
+from ..rendering import emit_json, text
+
+
+@click.command()
+@click.argument("path", required=False)
+@click.option("--branch", "-b", default="main", show_default=True, help="Name of the first branch.")
+@click.option(
+    "--durability",
+    type=click.Choice(["normal", "full"]),
+    default="normal",
+    show_default=True,
+    help="normal: commits survive an application crash; full: they also survive power loss "
+    "or an OS crash (an fsync per commit, ~1.5-2x slower). Stored in the repository's config.",
+)
+@json_option
+def init(path: str | None, branch: str, durability: str, as_json: bool) -> None:
+    """Create an empty repository in PATH (default: the current folder)."""
+    if path is not None and "://" in path:
+        raise CommandError(
+            f"statevcs init takes a folder path, not a URL ({path}); "
+            "`statevcs --repo memory:// ...` opens a throwaway in-memory repository"
+        )
+    folder = (Path(path) if path else Path.cwd()).resolve()
+    try:
+        Repo.init(
+            folder, default_branch=branch, durability="full" if durability == "full" else "normal"
+        ).close()
+    except RepositoryExists:
+        raise CommandError(
+            f"a statevcs repository already exists at {folder}; use it with "
+            f"`statevcs -C {folder} log`"
+        ) from None
+    if as_json:
+        emit_json({"path": str(folder), "branch": branch, "durability": durability})
+    else:
+        current_state().out.print(text(f"Initialized empty statevcs repository in {folder}"))
+
+
+__all__ = ["init"]

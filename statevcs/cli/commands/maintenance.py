@@ -1,0 +1,149 @@
+"""Looking after a repository: ``gc``, ``fsck`` and ``stats``."""
+
+from __future__ import annotations
+
+import click
+from rich import box
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ...durations import DURATION_HELP, InvalidDuration, parse_duration
+from ..context import current_state, json_option
+from ..rendering import emit_json, first_line, human_bytes, safe_text, text
+
+
+@click.command()
+@click.option(
+    "--grace",
+    default="2w",
+    show_default=True,
+    help=f"Keep unreachable objects younger than this: {DURATION_HELP}.",
+)
+@click.option("--dry-run", is_flag=True, help="Only report what would be deleted.")
+@json_option
+def gc(grace: str, dry_run: bool, as_json: bool) -> None:
+    """Delete objects no ref or reflog reaches, once older than the grace period."""
+    state = current_state()
+    try:
+        period = parse_duration(grace)
+    except InvalidDuration as exc:
+        raise click.BadParameter(str(exc), param_hint="--grace") from None
+    repo = state.repo()
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=state.err,
+        transient=True,
+        disable=as_json or not state.err.is_terminal,
+    )
+    with progress:
+        task = progress.add_task("collecting garbage", total=None)
+
+        def advance(phase: str, done: int, total: int) -> None:
+            progress.update(task, description=safe_text(phase), completed=done, total=total)
+
+        report = repo.gc(period, dry_run=dry_run, progress=advance)
+    if as_json:
+        emit_json(
+            {
+                "reachable": report.reachable,
+                "unreachable": report.unreachable,
+                "deleted": report.deleted,
+                "deleted_bytes": report.deleted_bytes,
+                "kept_recent": report.kept_recent,
+                "dry_run": report.dry_run,
+                "grace_seconds": period.total_seconds(),
+            }
+        )
+        return
+    verb = "would delete" if dry_run else "deleted"
+    state.out.print(
+        text(
+            f"{report.reachable} objects reachable, {report.unreachable} unreachable; {verb} "
+            f"{report.deleted} ({human_bytes(report.deleted_bytes)}), kept "
+            f"{report.kept_recent} younger than {grace}"
+        )
+    )
+
+
+@click.command()
+@json_option
+def fsck(as_json: bool) -> None:
+    """Check every object, ref and link; print each problem on its own line (exit 1 if any)."""
+    state = current_state()
+    report = state.repo().fsck()
+    problems = [" ".join(p.split()) for p in report.problems]
+    if as_json:
+        emit_json(
+            {
+                "ok": report.ok,
+                "objects_checked": report.objects_checked,
+                "reachable": report.reachable,
+                "dangling": report.dangling,
+                "problems": problems,
+            }
+        )
+    else:
+        for problem in problems:
+            click.echo(safe_text(problem))
+        summary = (
+            f"checked {report.objects_checked} objects: {report.reachable} reachable, "
+            f"{report.dangling} dangling, {len(problems)} problems"
+        )
+        state.err.print(text(summary if problems else f"ok: {summary}"))
+    if problems:
+        click.get_current_context().exit(1)
+
+
+@click.command()
+@json_option
+def stats(as_json: bool) -> None:
+    """Show storage use, deduplication and branch heads."""
+    state = current_state()
+    repo = state.repo()
+    report = repo.stats()
+    if as_json:
+        emit_json(
+            {
+                "objects": report.objects,
+                "bytes": report.bytes_stored,
+                "commits": report.commits,
+                "naive_bytes": report.naive_bytes,
+                "dedup_ratio": round(report.dedup_ratio, 3),
+                "branches": report.branches,
+            }
+        )
+        return
+    table = Table(show_header=False, box=None, show_edge=False, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_row(text("objects"), text(f"{report.objects:,}"))
+    table.add_row(
+        text("stored"),
+        text(f"{human_bytes(report.bytes_stored)} ({report.bytes_stored:,} B)"),
+    )
+    table.add_row(text("commits"), text(f"{report.commits:,}"))
+    table.add_row(
+        text("naive (copy per commit)"),
+        text(f"{human_bytes(report.naive_bytes)} ({report.naive_bytes:,} B)"),
+    )
+    table.add_row(text("dedup ratio"), text(f"{report.dedup_ratio:.1f}x"))
+    state.out.print(table)
+    if report.branches:
+        state.out.print()
+        heads = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+        heads.add_column("branch", style="green")
+        heads.add_column("head", style="yellow")
+        heads.add_column("message")
+        for name, commit_id in sorted(report.branches.items()):
+            heads.add_row(
+                text(name),
+                text(commit_id[:12]),
+                text(first_line(repo.get_commit(commit_id).message)),
+            )
+        state.out.print(heads)
+
+
+__all__ = ["fsck", "gc", "stats"]
