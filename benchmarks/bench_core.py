@@ -198,7 +198,7 @@ def main() -> int:
         # Ten forks of 10 turns each from turn `fork_at`.
         fork_bytes = 0
         for f in range(10):
-            repo.branch(f"fork-{f}", start=f"main~{turns - 1 - fork_at}")
+            repo.branch(f"fork-{f}", rev=f"main~{turns - 1 - fork_at}")
             fork = Conversation()
             repo.checkout(fork, f"fork-{f}")
             for t in range(10):

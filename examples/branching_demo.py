@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import statevcs
-from statevcs.merge import merge
 
 START = datetime(2025, 3, 14, 9, 0, tzinfo=timezone.utc)
 AUTHOR = "trip-agent <agent@example.com>"
@@ -124,7 +123,7 @@ def build(path: Path) -> statevcs.Repo:
 
     # The reviewer's messages are a prefix of main's and the state keys do not overlap: a
     # clean structural merge.
-    merge(repo, "main", "review", timestamp=next(clock), message="Merge review into main")
+    repo.merge("main", "review", timestamp=next(clock), message="Merge review into main")
     repo.checkout(agent, "main")
     return repo
 

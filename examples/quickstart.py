@@ -56,7 +56,7 @@ def main(folder: Path) -> None:
     print(f"  the live dict now has {len(agent['messages'])} messages, turn={agent['turn']}")
 
     # Branch from the shared prefix and explore a what-if without touching main.
-    repo.branch("cheaper", start="main~3")
+    repo.branch("cheaper", rev="main~3")
     repo.checkout(agent, "cheaper")
     agent["budget_eur"] = 600
     agent["messages"].append({"role": "user", "content": [{"text": "Make it cheaper."}]})

@@ -82,8 +82,8 @@ def main(folder: Path) -> None:
     print(f"  messages: {len(agent.messages)}, state: {agent.state.get()}")
     print(f"  last answer: {agent.messages[-1]['content'][0]['text'][:60]}...")
 
-    print("\n$ repo.branch('cheaper', start='main~3'); checkout; one more turn; commit")
-    repo.branch("cheaper", start="main~3")
+    print("\n$ repo.branch('cheaper', rev='main~3'); checkout; one more turn; commit")
+    repo.branch("cheaper", rev="main~3")
     repo.checkout(agent, "cheaper")
     agent("Make it cheaper.")
     commit = repo.commit(agent, message="cheaper variant")

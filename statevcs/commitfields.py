@@ -144,10 +144,47 @@ def _scalar(value: object, path: str) -> object:
     )
 
 
+def copy_tree(value: Any) -> Any:
+    """Return a deep copy of JSON-like data (dicts, lists, tuples, scalars), at any depth.
+
+    Unlike ``copy.deepcopy`` it never recurses, so data read from a hostile repository cannot
+    exhaust Python's stack.
+    """
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while stack:
+        item, parent, slot = stack.pop()
+        if isinstance(item, dict):
+            copied: Any = dict.fromkeys(item)
+            stack.extend((v, copied, k) for k, v in item.items())
+        elif isinstance(item, (list, tuple)):
+            copied = [None] * len(item)
+            stack.extend((v, copied, i) for i, v in enumerate(item))
+            if isinstance(item, tuple):
+                # Tuples are immutable: fill a list, then freeze it once its items are copied.
+                stack.insert(len(stack) - len(item), (_Freeze(copied), parent, slot))
+                parent[slot] = copied
+                continue
+        elif isinstance(item, _Freeze):
+            copied = tuple(item.items)
+        else:
+            copied = item
+        parent[slot] = copied
+    return root[0]
+
+
+class _Freeze:
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+
+
 __all__ = [
     "MAX_METADATA_DEPTH",
     "MAX_TEXT_BYTES",
     "canonical_metadata",
     "check_text",
+    "copy_tree",
     "timestamp_us",
 ]

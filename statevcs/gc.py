@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from .errors import CorruptObject, MissingObject, RefsChanged
+from .errors import CorruptObject, MissingObject, RefsChanged, StateVCSError
 from .hashing import ObjectId, to_hex
 from .objectdb import ObjectDB
 from .objects import Chunked, CommitObject, Inline, ListNode, children, decode, encode_doc
@@ -200,12 +200,24 @@ def _mark_more(store: Store, roots: set[ObjectId], marked: set[ObjectId]) -> set
 
 
 def check_repository(store: Store, db: ObjectDB) -> FsckReport:
-    """Re-hash and decode every object, check refs and reachable links; collect problems."""
+    """Re-hash and decode every object, check refs and reachable links; collect problems.
+
+    Damage that stops a phase (an unreadable table, a damaged ref) is reported as a problem
+    too; the check goes on with the next phase instead of raising.
+    """
     problems: list[str] = []
-    ids = [i for i, _ in store.iter_objects()]
+    ids: list[ObjectId] = []
+    try:
+        ids = [i for i, _ in store.iter_objects()]
+    except StateVCSError as exc:
+        problems.append(f"the object table cannot be listed: {exc}")
     for start in range(0, len(ids), 1000):
         batch = ids[start : start + 1000]
-        found = store.get_many(batch)
+        try:
+            found = store.get_many(batch)
+        except StateVCSError as exc:
+            problems.append(f"objects cannot be read: {exc}")
+            continue
         for object_id in batch:
             data = found.get(object_id)
             if data is None:
@@ -215,14 +227,18 @@ def check_repository(store: Store, db: ObjectDB) -> FsckReport:
                 decode(object_id, data)
             except CorruptObject as exc:
                 problems.append(str(exc))
-    if store.get_symbolic(HEAD) is None and store.get_ref(HEAD) is None:
-        problems.append("HEAD is neither attached to a branch nor pointing at a commit")
-    for name, value in store.list_refs("refs/").items():
-        try:
-            _load_commit(db, value)
-        except (MissingObject, CorruptObject) as exc:
-            problems.append(f"ref {name} -> {to_hex(value)}: {exc}")
-    reachable = mark_reachable(store, reachability_roots(store), problems)
+    reachable: set[ObjectId] = set()
+    try:
+        if store.get_symbolic(HEAD) is None and store.get_ref(HEAD) is None:
+            problems.append("HEAD is neither attached to a branch nor pointing at a commit")
+        for name, value in store.list_refs("refs/").items():
+            try:
+                _load_commit(db, value)
+            except (MissingObject, CorruptObject) as exc:
+                problems.append(f"ref {name} -> {to_hex(value)}: {exc}")
+        reachable = mark_reachable(store, reachability_roots(store), problems)
+    except StateVCSError as exc:
+        problems.append(f"refs cannot be checked: {exc}")
     return FsckReport(
         objects_checked=len(ids),
         reachable=len(reachable),

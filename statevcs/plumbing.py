@@ -13,7 +13,14 @@ from datetime import datetime
 from typing import Any
 
 from .commitfields import canonical_metadata, check_text, timestamp_us
-from .errors import CorruptObject, InvalidRefName, MissingObject, SerializationError, StaleCache
+from .errors import (
+    CorruptObject,
+    InvalidRefName,
+    MissingObject,
+    RepositoryError,
+    SerializationError,
+    StaleCache,
+)
 from .hashing import ObjectId, to_hex
 from .objectdb import ObjectDB
 from .objects import CommitObject, SnapshotObject, children, decode, encode_with_id
@@ -86,11 +93,12 @@ class ObjectDatabase(ObjectDB):
         with ``raw_state=True`` state values are already-serialized ``bytes`` in that codec and
         are stored verbatim (the git mirror's import path).
         """
-        serializer = self.serializer
-        if state_codec is not None and state_codec != serializer.name:
-            serializer = serializer_for(state_codec, serializer)
+        serializer: StateSerializer = self.serializer
         if raw_state:
-            serializer = _RawBytes(serializer.name)
+            # Stored verbatim, so no serializer for the codec is needed (nor a pickle key).
+            serializer = _RawBytes(serializer.name if state_codec is None else state_codec)
+        elif state_codec is not None and state_codec != serializer.name:
+            serializer = serializer_for(state_codec, serializer)
         written = write_snapshot(
             self,
             snapshot,
@@ -147,6 +155,10 @@ class ObjectDatabase(ObjectDB):
         commit_id, encoded = self.encode_commit(commit)
         self.put({commit_id: encoded})
         return commit_id
+
+    def has_many(self, ids: Iterable[ObjectId]) -> set[ObjectId]:
+        """Return the subset of ``ids`` the store holds (nothing is read or checked)."""
+        return self.store.has_many(ids)
 
     def put(self, objects: Mapping[ObjectId, bytes]) -> None:
         """Write objects without moving a ref (they stay unreachable until a ref names them).
@@ -298,6 +310,14 @@ class Refs:
         self.update([update], verify=[new] if new is not None else [])
 
 
+RESERVED_CONFIG_KEYS = {
+    "core.format": "the repository format this version reads",
+    "core.durability": "chosen when the repository is created",
+    "gc.generation": "bumped by garbage collection",
+}
+"""Config keys statevcs maintains itself, and why they are not for hand editing."""
+
+
 class Config:
     """A repository's configuration: string keys to string values."""
 
@@ -309,10 +329,15 @@ class Config:
         return self._store.config_get(check_text(key, "key"))
 
     def set(self, key: str, value: str | None) -> None:
-        """Set ``key`` (``None`` deletes it)."""
+        """Set ``key`` (``None`` deletes it); statevcs's own keys cannot be changed here."""
         check_text(key, "key")
         if value is not None:
             check_text(value, "value")
+        if key in RESERVED_CONFIG_KEYS:
+            raise RepositoryError(
+                f"config key {key!r} belongs to statevcs ({RESERVED_CONFIG_KEYS[key]}); it "
+                "cannot be set by hand"
+            )
         self._store.config_set(key, value)
 
 

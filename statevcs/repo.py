@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 import threading
@@ -21,7 +20,7 @@ from .adapters import (
     acting_for,
     transient_keys,
 )
-from .commitfields import canonical_metadata, check_text, timestamp_us
+from .commitfields import canonical_metadata, check_text, copy_tree, timestamp_us
 from .diff import SnapshotDiff, diff_snapshots
 from .durations import as_duration
 from .errors import (
@@ -127,8 +126,13 @@ class _Sync:
     messages: StoredMessages | None = None
 
 
-def _utc(micros: int) -> datetime:
-    return datetime.fromtimestamp(micros / 1_000_000, tz=timezone.utc)
+def _utc(micros: int, commit_id: ObjectId) -> datetime:
+    try:
+        return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=micros)
+    except OverflowError:
+        raise CorruptObject(
+            to_hex(commit_id), f"its timestamp ({micros} µs since 1970) is out of range"
+        ) from None
 
 
 def _commit_from(object_id: ObjectId, obj: CommitObject) -> Commit:
@@ -138,9 +142,9 @@ def _commit_from(object_id: ObjectId, obj: CommitObject) -> Commit:
         snapshot_id=to_hex(obj.snapshot),
         message=obj.message,
         author=obj.author,
-        timestamp=_utc(obj.timestamp_us),
+        timestamp=_utc(obj.timestamp_us, object_id),
         # A private deep copy: changing a returned Commit never reaches the stored one.
-        metadata=copy.deepcopy(obj.metadata),
+        metadata=copy_tree(obj.metadata),
     )
 
 
@@ -349,6 +353,7 @@ class Repo:
         state into them with :meth:`checkout`.
         """
         ref = branch_ref(_check_str(name, "name"))
+        _check_bool(create, "create")
         with self._lock:
             exists = self._store.get_ref(ref) is not None
             if not exists:
@@ -469,13 +474,20 @@ class Repo:
             previous = sync.messages if sync is not None else None
             for _attempt in range(_MAX_ATTEMPTS):
                 synced = sync.commit if sync is not None else None
+                expected: ObjectId | None = synced
+                starts_branch = (
+                    synced is not None
+                    and (sync is None or sync.branch != ref)
+                    and self._store.get_ref(ref) is None
+                )
+                if starts_branch and synced is not None:
+                    # A new branch starts at ``synced``, which must still exist: another
+                    # process may have deleted its branch and collected it since.
+                    expected = None
+                    if not self._store.has_many([synced]):
+                        synced = None
                 if synced is not None:
-                    # The object's state grew from ``synced``: that is its parent, and the
-                    # branch must still be there (or not exist yet, for a new branch).
-                    same_branch = sync is not None and sync.branch == ref
-                    expected: ObjectId | None = synced
-                    if not same_branch and self._store.get_ref(ref) is None:
-                        expected = None
+                    # The object's state grew from ``synced``: that is its parent.
                     parents: tuple[ObjectId, ...] = (synced,)
                 else:
                     expected = self._store.get_ref(ref)
@@ -492,8 +504,7 @@ class Repo:
                     base = previous = None  # write every object again
                     continue
                 except RefConflict as conflict:
-                    if synced is None and conflict.actual is not None:
-                        continue  # a fresh object commits on whatever the tip now is
+                    # No retry that could drop the other side, not even for a fresh object.
                     if on_conflict == "raise" or conflict.actual is None:
                         raise _stale_writer(ref, synced, conflict) from None
                     return self._commit_merging(
@@ -666,8 +677,8 @@ class Repo:
             raise CorruptObject(to_hex(commit_id), f"expected a commit, found {type(obj).__name__}")
         return obj
 
-    def _resolve(self, rev: str) -> ObjectId:
-        return resolve_revision(_Context(self), _check_str(rev, "rev"))
+    def _resolve(self, rev: str, argument: str = "rev") -> ObjectId:
+        return resolve_revision(_Context(self), _check_str(rev, argument))
 
     def resolve(self, rev: str) -> str:
         """Return the full hex id of the commit ``rev`` names."""
@@ -723,17 +734,18 @@ class Repo:
 
     # --- refs -------------------------------------------------------------------
 
-    def branch(self, name: str, start: str = HEAD, *, force: bool = False) -> Commit:
-        """Create branch ``name`` at ``start`` (``force=True`` moves an existing one)."""
+    def branch(self, name: str, rev: str = HEAD, *, force: bool = False) -> Commit:
+        """Create branch ``name`` at revision ``rev`` (``force=True`` moves an existing one)."""
         ref = branch_ref(_check_str(name, "name"))
-        commit_id = self._resolve(start)
+        commit_id = self._resolve(rev)
+        _check_bool(force, "force")
         current = self._store.get_ref(ref)
         if current is not None and not force:
             raise RefExists(
                 f"branch {name!r} already exists at {to_hex(current)[:12]}; pass force=True to "
                 "move it or pick another name"
             )
-        self._move_ref(ref, commit_id, current, f"branch: created from {start}")
+        self._move_ref(ref, commit_id, current, f"branch: created from {rev}")
         return _commit_from(commit_id, self._load_commit(commit_id))
 
     def branches(self) -> dict[str, str]:
@@ -757,6 +769,7 @@ class Repo:
     def tag(self, name: str, rev: str = HEAD, *, force: bool = False) -> Commit:
         """Create tag ``name`` at ``rev``."""
         ref = tag_ref(_check_str(name, "name"))
+        _check_bool(force, "force")
         commit_id = self._resolve(rev)
         current = self._store.get_ref(ref)
         if current is not None and not force:
@@ -882,23 +895,19 @@ class Repo:
         return _commit_from(commit_id, self._load_commit(commit_id))
 
     def config_get(self, key: str) -> str | None:
-        """Return a repository config value."""
-        _check_str(key, "key")
-        return self._store.config_get(key)
+        """Return a repository config value (prefer ``repo.config.get``)."""
+        return self.config.get(key)
 
     def config_set(self, key: str, value: str | None) -> None:
-        """Set (``None`` deletes) a repository config value."""
-        check_text(key, "key")
-        if value is not None:
-            check_text(value, "value")
-        self._store.config_set(key, value)
+        """Set (``None`` deletes) a repository config value (prefer ``repo.config.set``)."""
+        self.config.set(key, value)
 
     # --- diff, merge, mirror ----------------------------------------------------
 
     def diff(self, a: str, b: str) -> SnapshotDiff:
         """Compare the snapshots at revisions ``a`` and ``b`` structurally."""
-        old = self._load_commit(self._resolve(a))
-        new = self._load_commit(self._resolve(b))
+        old = self._load_commit(self._resolve(a, "a"))
+        new = self._load_commit(self._resolve(b, "b"))
         return diff_snapshots(
             self.objects, old.snapshot, new.snapshot, self.serializer, old_label=a, new_label=b
         )
@@ -914,12 +923,15 @@ class Repo:
     def merge_bases(self, a: str, b: str) -> list[str]:
         """Return every best common ancestor of two revisions, newest first."""
         graph = CommitGraph(self.objects)
-        return [to_hex(c) for c in merge_bases(graph, self._resolve(a), self._resolve(b))]
+        a_id, b_id = self._resolve(a, "a"), self._resolve(b, "b")
+        return [to_hex(c) for c in merge_bases(graph, a_id, b_id)]
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """Return whether revision ``ancestor`` is in the history of ``descendant``."""
         graph = CommitGraph(self.objects)
-        return is_ancestor(graph, self._resolve(ancestor), self._resolve(descendant))
+        return is_ancestor(
+            graph, self._resolve(ancestor, "ancestor"), self._resolve(descendant, "descendant")
+        )
 
     def merge(
         self,
@@ -947,6 +959,11 @@ class Repo:
         """
         ref = full_branch_ref(_check_str(branch, "branch"))
         _check_str(rev, "rev")
+        _check_bool(fast_forward, "fast_forward")
+        if strategy is not None and not callable(strategy) and strategy not in ("ours", "theirs"):
+            raise TypeError(f"strategy must be 'ours', 'theirs' or a callable, got {strategy!r}")
+        if fallback is not None and fallback not in ("ours", "theirs"):
+            raise TypeError(f"fallback must be 'ours' or 'theirs', got {fallback!r}")
         fields = _CommitFields.check(
             self, "" if message is None else message, author, timestamp, None
         )
@@ -1042,6 +1059,7 @@ class Repo:
         docs/concepts.md.
         """
         grace = as_duration(grace, "grace")
+        _check_bool(dry_run, "dry_run")
         expire = None if expire_reflog is None else as_duration(expire_reflog, "expire_reflog")
         if progress is not None and not callable(progress):
             raise TypeError("progress must be callable")
@@ -1074,6 +1092,12 @@ def _weakrefable(obj: Any) -> bool:
     except TypeError:
         return False
     return True
+
+
+def _check_bool(value: object, argument: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{argument} must be True or False, got {type(value).__name__}")
+    return value
 
 
 def _check_str(value: object, argument: str) -> str:
@@ -1120,19 +1144,26 @@ def _ref_update(
 
 def _stale_writer(ref: str, synced: ObjectId | None, conflict: RefConflict) -> RefConflict:
     branch = short_name(ref)
+    seen = to_hex(synced) if synced is not None else conflict.expected
     if conflict.actual is None:
         hint = (
             f"branch {branch!r} was deleted since this object synced with it; nothing was "
             "written: commit with branch='another-name' to keep this state"
         )
+    elif synced is None:
+        hint = (
+            f"branch {branch!r} moved to {conflict.actual[:12]} while this commit (of an object "
+            f"this handle never checked out) was written. Nothing was written. Check out "
+            f"{branch!r} and redo the change, or commit with on_conflict='merge'"
+        )
     else:
         hint = (
             f"branch {branch!r} is at {conflict.actual[:12]}, but this object was last synced "
-            f"with {to_hex(synced)[:12] if synced else '(nothing)'}: another handle or process "
-            f"committed since. Nothing was written. Check out {branch!r} again and redo the "
-            "change, or commit with on_conflict='merge'"
+            f"with {to_hex(synced)[:12]}: another handle or process committed since. Nothing "
+            f"was written. Check out {branch!r} again and redo the change, or commit with "
+            "on_conflict='merge'"
         )
-    return RefConflict(ref, to_hex(synced) if synced else None, conflict.actual, hint)
+    return RefConflict(ref, seen, conflict.actual, hint)
 
 
 def _other_branches_hint(repo: Repo) -> str:

@@ -13,7 +13,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from ..errors import RefConflict, RefsChanged, RepositoryNotFound, StaleCache, StoreError
+from ..errors import (
+    CorruptObject,
+    RefConflict,
+    RefsChanged,
+    RepositoryNotFound,
+    StaleCache,
+    StoreError,
+)
 from ..hashing import ObjectId
 from .base import ANY, ReflogEntry, RefsState, RefUpdate, Store
 
@@ -63,13 +70,85 @@ def _hex(value: ObjectId | None) -> str | None:
     return value.hex() if value is not None else None
 
 
+def _shown(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.hex()
+    return repr(value)[:80]
+
+
+def _row_id(value: object) -> ObjectId:
+    """An object id read from the database; a damaged row raises instead of passing as one."""
+    if isinstance(value, bytes) and len(value) == 32:
+        return value
+    raise CorruptObject(_shown(value), "a stored row has a damaged id; run `statevcs fsck`")
+
+
+def _row_data(object_id: object, data: object) -> bytes:
+    if isinstance(data, bytes):
+        return data
+    raise CorruptObject(_shown(object_id), "its stored row is damaged (no byte data)")
+
+
+def _ref_target(name: object, value: object) -> ObjectId | None:
+    """A ref's target as stored; a damaged one raises instead of reading as "no ref"."""
+    if value is None:
+        return None
+    if isinstance(value, bytes) and len(value) == 32:
+        return value
+    raise StoreError(
+        f"ref {name} holds a damaged value ({_shown(value)}); repair it by moving it "
+        "unconditionally: repo.refs.set(name, commit_id) (expected=ANY, the default)"
+    )
+
+
+def _parse_generation(value: object) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        raise StoreError(
+            f"the repository's gc generation is damaged ({_shown(value)}); it must be an "
+            "integer: restore it with a backup or set it to a number larger than before"
+        ) from None
+
+
+def _timestamp(value: object) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0  # a damaged reflog time must not hide the entry's commits from gc
+
+
 def read_config(path: str | Path) -> dict[str, str]:
     """Return the config of the statevcs database at ``path`` without writing to it.
 
     Raises :class:`~statevcs.errors.RepositoryNotFound` when ``path`` is not a statevcs
-    database (an empty file, another application's SQLite file, not SQLite at all).
+    database (an empty file, another application's SQLite file, not SQLite at all); such a file
+    is left exactly as it was, with no ``-wal``/``-shm`` files beside it.
     """
     file = Path(path)
+    try:
+        with open(file, "rb") as handle:
+            header = handle.read(16)
+    except OSError as exc:
+        raise StoreError(f"cannot read {file}: {exc}; check the path and permissions") from exc
+    if header != b"SQLite format 3\x00":
+        raise RepositoryNotFound(
+            f"{file} is not a statevcs repository (not an SQLite database); point at a folder "
+            "created by `statevcs init`"
+        )
+    sidecars = [file.with_name(file.name + suffix) for suffix in ("-wal", "-shm")]
+    existed = [p.exists() for p in sidecars]
+    try:
+        return _read_config(file)
+    except RepositoryNotFound:
+        # Reading a WAL-mode database creates its -shm/-wal files: remove ours from a stranger.
+        for sidecar, was_there in zip(sidecars, existed):
+            if not was_there:
+                sidecar.unlink(missing_ok=True)
+        raise
+
+
+def _read_config(file: Path) -> dict[str, str]:
     try:
         db = sqlite3.connect(f"{file.absolute().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as exc:
@@ -155,8 +234,7 @@ class SQLiteStore(Store):
             for object_id, data in self._query(
                 f"SELECT id, data FROM objects WHERE id IN ({marks})", batch
             ):
-                assert isinstance(object_id, bytes) and isinstance(data, bytes)
-                found[object_id] = data
+                found[_row_id(object_id)] = _row_data(object_id, data)
         return found
 
     def put_many(self, objects: Mapping[ObjectId, bytes]) -> int:
@@ -183,8 +261,7 @@ class SQLiteStore(Store):
             batch = wanted[start : start + _BATCH]
             marks = ",".join("?" * len(batch))
             for (object_id,) in self._query(f"SELECT id FROM objects WHERE id IN ({marks})", batch):
-                assert isinstance(object_id, bytes)
-                found.add(object_id)
+                found.add(_row_id(object_id))
         return found
 
     def iter_objects(self, *, older_than: float | None = None) -> Iterator[tuple[ObjectId, int]]:
@@ -196,8 +273,9 @@ class SQLiteStore(Store):
                 "SELECT id, length(data) FROM objects WHERE created < ?", (older_than,)
             )
         for object_id, size in rows:
-            assert isinstance(object_id, bytes) and isinstance(size, int)
-            yield object_id, size
+            if not isinstance(size, int):
+                raise CorruptObject(_shown(object_id), "its stored row is damaged (no byte data)")
+            yield _row_id(object_id), size
 
     def ids_in_range(self, low: ObjectId, high: ObjectId, limit: int = 16) -> list[ObjectId]:
         """Return up to ``limit`` ids in ``[low, high]``."""
@@ -228,12 +306,12 @@ class SQLiteStore(Store):
     def generation(self) -> int:
         """Return the gc generation."""
         rows = self._query("SELECT value FROM config WHERE key = ?", (_GENERATION_KEY,))
-        return int(str(rows[0][0])) if rows else 0
+        return _parse_generation(rows[0][0]) if rows else 0
 
     @staticmethod
     def _generation(db: sqlite3.Connection) -> int:
         row = db.execute("SELECT value FROM config WHERE key = ?", (_GENERATION_KEY,)).fetchone()
-        return int(row[0]) if row is not None else 0
+        return _parse_generation(row[0]) if row is not None else 0
 
     def refs_state(self) -> RefsState:
         """Return a fingerprint of every ref and reflog."""
@@ -251,9 +329,7 @@ class SQLiteStore(Store):
     def get_ref(self, name: str) -> ObjectId | None:
         """Return the id ``name`` points to, or ``None``."""
         rows = self._query("SELECT target FROM refs WHERE name = ?", (name,))
-        if rows and isinstance(rows[0][0], bytes):
-            return rows[0][0]
-        return None
+        return _ref_target(name, rows[0][0]) if rows else None
 
     def list_refs(self, prefix: str = "refs/") -> dict[str, ObjectId]:
         """Return every direct ref under ``prefix``."""
@@ -262,7 +338,7 @@ class SQLiteStore(Store):
             "ORDER BY name",
             (len(prefix), prefix),
         )
-        return {str(n): t for n, t in rows if isinstance(t, bytes)}
+        return {str(n): t for n, t in ((n, _ref_target(n, t)) for n, t in rows) if t is not None}
 
     def get_symbolic(self, name: str) -> str | None:
         """Return the target of symbolic ref ``name``, or ``None``."""
@@ -290,7 +366,7 @@ class SQLiteStore(Store):
         row = db.execute("SELECT target, symbolic FROM refs WHERE name = ?", (name,)).fetchone()
         if row is not None and row[1] is not None:
             row = db.execute("SELECT target FROM refs WHERE name = ?", (row[1],)).fetchone()
-        return row[0] if row is not None and isinstance(row[0], bytes) else None
+        return _ref_target(name, row[0]) if row is not None else None
 
     def update_refs(
         self,
@@ -321,7 +397,12 @@ class SQLiteStore(Store):
                 row = db.execute(
                     "SELECT target FROM refs WHERE name = ?", (update.name,)
                 ).fetchone()
-                value = row[0] if row and isinstance(row[0], bytes) else None
+                try:
+                    value = _ref_target(update.name, row[0]) if row else None
+                except StoreError:
+                    if update.expected is not ANY:
+                        raise
+                    value = None  # an unconditional move repairs a damaged ref
                 current[update.name] = value
                 if update.expected is not ANY and value != update.expected:
                     expected = update.expected if isinstance(update.expected, bytes) else None
@@ -362,7 +443,7 @@ class SQLiteStore(Store):
             ReflogEntry(
                 old if isinstance(old, bytes) else None,
                 new if isinstance(new, bytes) else None,
-                float(ts),  # type: ignore[arg-type]
+                _timestamp(ts),
                 str(message),
             )
             for _seq, old, new, ts, message in rows

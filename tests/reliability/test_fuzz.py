@@ -369,7 +369,7 @@ def _ops(
     @op("branch")
     def _branch() -> Any:
         name, start, force = draw(names), draw(revisions), draw(st.booleans())
-        return ("name", "start"), lambda: repo.branch(name, start, force=force)
+        return ("name", "rev"), lambda: repo.branch(name, start, force=force)
 
     @op("tag")
     def _tag() -> Any:
@@ -407,9 +407,7 @@ def _ops(
             "timestamp": draw(timestamps),
         }
         target, source = draw(names), draw(revisions)
-        return ("target_branch", "source_rev", *kwargs), lambda: repo.merge(
-            target, source, **kwargs
-        )
+        return ("branch", "rev", *kwargs), lambda: repo.merge(target, source, **kwargs)
 
     @op("switch")
     def _switch() -> Any:

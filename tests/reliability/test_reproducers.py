@@ -17,13 +17,13 @@ from .test_hostile_repos import Planter, _deep_array
 @pytest.mark.parametrize(
     ("argument", "call"),
     [
-        ("start", lambda r: r.branch("x", None)),
+        ("rev", lambda r: r.branch("x", None)),
         ("a", lambda r: r.diff(None, "HEAD")),
         ("b", lambda r: r.diff("HEAD", 5)),
         ("a", lambda r: r.merge_base(None, "HEAD")),
         ("b", lambda r: r.merge_base("HEAD", 5)),
-        ("target_branch", lambda r: r.merge(None, "HEAD")),
-        ("source_rev", lambda r: r.merge("main", None)),
+        ("branch", lambda r: r.merge(None, "HEAD")),
+        ("rev", lambda r: r.merge("main", None)),
         ("ancestor", lambda r: r.is_ancestor(None, "HEAD")),
         ("descendant", lambda r: r.is_ancestor("HEAD", 5)),
     ],
