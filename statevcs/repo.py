@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 from .adapters import (
     ADAPTERS,
@@ -79,9 +79,6 @@ from .snapshot import (
 from .stores.base import ANY, Expected, RefUpdate, Store
 from .stores.memory import MemoryStore
 from .stores.sqlite import DB_FILENAME, Durability, SQLiteStore, read_config
-
-if TYPE_CHECKING:
-    from .git import ExportReport, ImportReport
 
 DEFAULT_AUTHOR = "statevcs <statevcs@localhost>"
 MEMORY_URL = "memory://"
@@ -1019,25 +1016,6 @@ class Repo:
                     continue  # caches dropped: the next attempt writes every object
                 return self._commit_at(commit_id)
             raise StaleCache(self.objects.generation, self._store.generation())
-
-    def export_git(
-        self,
-        target: str | os.PathLike[str],
-        *,
-        branch: str | None = None,
-        push: str | None = None,
-        force: bool = False,
-    ) -> ExportReport:
-        """Mirror history into a git repository at ``target`` (optionally push it)."""
-        from .git import export_git
-
-        return export_git(self, target, branch=branch, push=push, force=force)
-
-    def import_git(self, source: str | os.PathLike[str]) -> ImportReport:
-        """Read a git mirror written by :meth:`export_git` back into this repository."""
-        from .git import import_git
-
-        return import_git(self, source)
 
     # --- maintenance ----------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from test_cli import invoke
 
 from statevcs import Repo
 from statevcs.cli import graph_order, graph_rows
+from statevcs.mirror.git import export_git
 from statevcs.snapshot import Snapshot
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -143,7 +144,7 @@ def mirrored(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     """A repository holding one of HISTORIES, with its git mirror beside it in ``mirror``."""
     root = tmp_path_factory.mktemp("graph")
     with build(root / "repo", HISTORIES[request.param]) as repo:
-        repo.export_git(root / "mirror")
+        export_git(repo, root / "mirror")
     return root
 
 
@@ -197,7 +198,7 @@ def random_history(rng: random.Random, size: int) -> History:
 def test_random_histories_match_git(seed: int, tmp_path: Path) -> None:
     rng = random.Random(seed)
     with build(tmp_path / "repo", random_history(rng, rng.randint(5, 40))) as repo:
-        repo.export_git(tmp_path / "mirror")
+        export_git(repo, tmp_path / "mirror")
     assert ours(tmp_path / "repo") == gits(tmp_path / "mirror", "--all")
     assert ours(tmp_path / "repo", "--first-parent") == gits(
         tmp_path / "mirror", "--first-parent", "--all"

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import statevcs
 from statevcs import Repo, Snapshot
+from statevcs.mirror.git import export_git, import_git
 from statevcs.stores.base import ANY
 from statevcs.stores.memory import MemoryStore
 from statevcs.stores.sqlite import SQLiteStore
@@ -250,7 +251,7 @@ class Sandbox:
         self.repo.tag("v1", "main~1")
         self.commit_ids = [c.id for c in self.repo.log_all()]
         self.snapshot_ids = [self.repo.get_commit(c).snapshot_id for c in self.commit_ids]
-        self.repo.export_git(self.root / "mirror")
+        export_git(self.repo, self.root / "mirror")
 
     def dump(self) -> Any:
         store = self.repo.store
@@ -478,14 +479,14 @@ def _ops(
         target = draw(paths)
         branch = draw(st.one_of(st.none(), names))
         force = draw(st.booleans())
-        return ("target", "branch", "path"), lambda: repo.export_git(
-            target, branch=branch, force=force
+        return ("target", "branch", "path"), lambda: export_git(
+            repo, target, branch=branch, force=force
         )
 
     @op("import_git")
     def _import() -> Any:
         source = draw(paths)
-        return ("source", "path"), lambda: repo.import_git(source)
+        return ("source", "path"), lambda: import_git(repo, source)
 
     names_list = sorted(table)
     for _ in range(OPS_PER_EXAMPLE):

@@ -10,6 +10,7 @@ import pytest
 
 import statevcs
 from statevcs import Repo, Snapshot
+from statevcs.mirror.git import export_git
 
 from .test_hostile_repos import Planter, _deep_array
 
@@ -39,7 +40,7 @@ def test_export_git_to_a_path_with_a_nul_character_raises_a_statevcs_error(
     small_repo: Repo, tmp_path: Path
 ) -> None:
     with pytest.raises(statevcs.StateVCSError):
-        small_repo.export_git(str(tmp_path / "mirror") + "\x00x")
+        export_git(small_repo, str(tmp_path / "mirror") + "\x00x")
 
 
 def test_config_get_with_a_lone_surrogate_raises_a_statevcs_error(small_repo: Repo) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import statevcs
 from statevcs import Repo, Snapshot
+from statevcs.mirror.git import export_git
 
 
 def dict_digest(state: dict[str, Any]) -> str:
@@ -184,7 +185,7 @@ def read_everything(folder: str, serializer: str) -> None:
             attempt(f"log {rev}", lambda rev=rev: list(repo.log(rev)))
         attempt("fsck", repo.fsck)
         attempt("stats", repo.stats)
-        attempt("export_git", lambda: repo.export_git(Path(folder) / "mirror"))
+        attempt("export_git", lambda: export_git(repo, Path(folder) / "mirror"))
     _say(json.dumps({"outcomes": outcomes}))
     if any(result.startswith("UNEXPECTED") for _what, result in outcomes):
         sys.exit(3)
