@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Protocol
 
 from .errors import CorruptObject
 from .hashing import ObjectId, to_hex
@@ -122,6 +123,47 @@ def is_ancestor(graph: CommitGraph, ancestor: ObjectId, descendant: ObjectId) ->
     return False
 
 
+class ParentGraph(Protocol):
+    """Anything that names the parents of a commit: a :class:`CommitGraph`, or a git history."""
+
+    def parents(self, commit_id: ObjectId, /) -> Sequence[ObjectId]:
+        """Return the parents of ``commit_id``, in order."""
+        ...
+
+
+def topological_order(
+    graph: ParentGraph,
+    starts: Iterable[ObjectId],
+    *,
+    stop: Callable[[ObjectId], bool] | None = None,
+) -> list[ObjectId]:
+    """Return the commits reachable from ``starts``, every parent before its children.
+
+    A depth-first walk from each start in turn, first parents first, so the order is the
+    same on every run. Commits where ``stop`` is true (already copied, say) are neither
+    returned nor walked past. Iterative: histories are longer than Python's recursion limit.
+    """
+    order: list[ObjectId] = []
+    seen: set[ObjectId] = set()
+    for start in starts:
+        if start in seen or (stop is not None and stop(start)):
+            continue
+        seen.add(start)
+        stack: list[tuple[ObjectId, Sequence[ObjectId], int]] = [(start, graph.parents(start), 0)]
+        while stack:
+            node, parents, index = stack[-1]
+            if index < len(parents):
+                stack[-1] = (node, parents, index + 1)
+                parent = parents[index]
+                if parent not in seen and (stop is None or not stop(parent)):
+                    seen.add(parent)
+                    stack.append((parent, graph.parents(parent), 0))
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
 _ONE, _TWO, _STALE = 1, 2, 4
 
 
@@ -176,4 +218,12 @@ def merge_bases(graph: CommitGraph, a: ObjectId, b: ObjectId) -> list[ObjectId]:
     return sorted(best, key=lambda c: (graph.timestamp(c), c), reverse=True)
 
 
-__all__ = ["CommitGraph", "ancestors", "is_ancestor", "merge_bases", "walk"]
+__all__ = [
+    "CommitGraph",
+    "ParentGraph",
+    "ancestors",
+    "is_ancestor",
+    "merge_bases",
+    "topological_order",
+    "walk",
+]

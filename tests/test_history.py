@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 
 from hypothesis import given, settings
@@ -9,7 +10,14 @@ from hypothesis import strategies as st
 
 from statevcs import Repo, Snapshot
 from statevcs.hashing import ObjectId, from_hex
-from statevcs.history import CommitGraph, ancestors, is_ancestor, merge_bases, walk
+from statevcs.history import (
+    CommitGraph,
+    ancestors,
+    is_ancestor,
+    merge_bases,
+    topological_order,
+    walk,
+)
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
@@ -85,3 +93,57 @@ def test_walk_is_newest_first_and_each_commit_once() -> None:
         ids[0],
     ]
     assert len(list(walk(graph, [ids[4]], limit=2))) == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(dags(), st.data())
+def test_topological_order_puts_parents_first_and_stops_where_told(
+    dag: tuple[list[tuple[int, ...]], list[int]], data: st.DataObject
+) -> None:
+    shape, skew = dag
+    repo, ids = _build(shape, skew)
+    graph = CommitGraph(repo.objects)
+    starts = data.draw(st.lists(st.sampled_from(ids), min_size=1, max_size=4))
+    order = topological_order(graph, starts)
+    reachable = set().union(*(ancestors(graph, s) for s in starts))
+    assert len(order) == len(set(order)) and set(order) == reachable
+    position = {c: i for i, c in enumerate(order)}
+    assert all(position[p] < position[c] for c in order for p in graph.parents(c))
+    # Commits already handled (an ancestor-closed set, as in an incremental copy) are left
+    # out, and the rest still come parents first.
+    done = ancestors(graph, data.draw(st.sampled_from(ids)))
+    rest = topological_order(graph, starts, stop=done.__contains__)
+    assert len(rest) == len(set(rest)) and set(rest) == reachable - done
+    position = {c: i for i, c in enumerate(rest)}
+    assert all(position[p] < position[c] for c in rest for p in graph.parents(c) if p in position)
+
+
+class _Chain:
+    """A parents table standing in for a commit graph (the git mirror walks git's commits)."""
+
+    def __init__(self, table: dict[bytes, list[bytes]]) -> None:
+        self.table = table
+
+    def parents(self, commit_id: bytes, /) -> Sequence[bytes]:
+        return self.table[commit_id]
+
+
+def test_topological_order_walks_histories_longer_than_the_recursion_limit() -> None:
+    def key(n: int) -> bytes:
+        return n.to_bytes(4, "big")
+
+    chain = _Chain({key(n): [key(n - 1)] if n else [] for n in range(200_000)})
+    assert topological_order(chain, [key(199_999)]) == [key(n) for n in range(200_000)]
+    merges = _Chain(
+        {b"a": [], b"b": [b"a"], b"c": [b"a"], b"d": [b"b", b"c"], b"e": [b"d", b"c"], b"x": []}
+    )
+    # Depth first, first parents first, each start in turn: the same order on every run.
+    assert topological_order(merges, [b"e", b"x", b"d"]) == [b"a", b"b", b"c", b"d", b"e", b"x"]
+    asked: list[bytes] = []
+
+    def stop(commit_id: bytes) -> bool:
+        asked.append(commit_id)
+        return commit_id in (b"b", b"c")
+
+    assert topological_order(merges, [b"e"], stop=stop) == [b"d", b"e"]
+    assert b"a" not in asked  # nothing is walked past a stopped commit
