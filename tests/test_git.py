@@ -1,4 +1,4 @@
-"""The git mirror (statevcs/git.py), checked with dulwich and with the real ``git`` CLI."""
+"""The git mirror (statevcs.mirror.git), checked with dulwich and with the real ``git`` CLI."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 import statevcs
 from statevcs import GitMirrorError
-from statevcs.git import MAP_FILE, export_git, from_json, import_git, to_json
 from statevcs.merge import same
+from statevcs.mirror.git import MAP_FILE, export_git, from_json, import_git, to_json
 
 pytest.importorskip("dulwich")
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git CLI")
@@ -169,11 +169,11 @@ def test_non_json_state_round_trips_through_raw_markers(tmp_path: Path, clock: C
     assert written["when"]["__raw__"]["codec"] == "msgpack"
     assert "datetime" in written["when"]["__raw__"]["repr"]
     # The importing repository needs no msgpack serializer: bytes are copied verbatim.
-    copy = statevcs.Repo.init("memory://")
-    import_git(copy, tmp_path / "mirror.git")
-    assert copy.resolve("main") == first.id
-    copy.serializer = serializer
-    assert copy.show("main").state == state
+    with statevcs.Repo.init(tmp_path / "copy") as copy:
+        import_git(copy, tmp_path / "mirror.git")
+        assert copy.resolve("main") == first.id
+    with statevcs.Repo.open(tmp_path / "copy", serializer=serializer) as reader:
+        assert reader.show("main").state == state
 
 
 def test_exports_are_incremental(repo: statevcs.Repo, tmp_path: Path, clock: Clock) -> None:
@@ -247,78 +247,66 @@ def test_missing_dulwich_explains_the_extra(
         export_git(repo, tmp_path / "m")
 
 
-def test_repo_methods_delegate(repo: statevcs.Repo, tmp_path: Path) -> None:
-    assert repo.export_git(tmp_path / "m.git").commits_exported == len(all_commits(repo))
-    copy = statevcs.Repo.init("memory://")
-    assert copy.import_git(tmp_path / "m.git").commits_imported == len(all_commits(repo))
+def test_statevcs_git_still_offers_the_mirror_package(repo: statevcs.Repo, tmp_path: Path) -> None:
+    import statevcs.git
+    import statevcs.mirror.git
+
+    for name in statevcs.mirror.git.__all__:
+        assert getattr(statevcs.git, name) is getattr(statevcs.mirror.git, name)
+    report = statevcs.git.export_git(repo, tmp_path / "m.git")
+    assert report.commits_exported == len(all_commits(repo))
 
 
-def test_one_walk_orders_long_and_branching_histories_parents_first() -> None:
-    from statevcs.git import _parents_first
-
-    # A chain far longer than Python's recursion limit, plus merges that share ancestors.
-    chain = {n: ([n - 1] if n else []) for n in range(200_000)}
-    order = _parents_first([199_999], lambda n: n, lambda n: chain[n])
-    assert order == list(range(200_000))
-    graph = {"a": [], "b": ["a"], "c": ["a"], "d": ["b", "c"], "e": ["d", "c"], "x": ["a"]}
-    order_of = _parents_first(["e", "x", "d"], lambda k: k, lambda k: graph[k])
-    assert sorted(order_of) == sorted(graph) and len(order_of) == len(graph)
-    for node, parents in graph.items():
-        assert all(order_of.index(p) < order_of.index(node) for p in parents)
-    # Nodes already `done` (exported before) are neither loaded nor emitted.
-    loaded: list[str] = []
-    later = _parents_first(
-        ["e"], lambda k: loaded.append(k) or k, lambda k: graph[k], "bc".__contains__
-    )
-    assert later == ["d", "e"] and sorted(loaded) == ["d", "e"]
+def test_a_repository_argument_that_is_not_a_repo_is_a_type_error(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"repo must be a statevcs\.Repo"):
+        export_git(str(tmp_path / "repo"), tmp_path / "m.git")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"repo must be a statevcs\.Repo"):
+        import_git(None, tmp_path / "m.git")  # type: ignore[arg-type]
 
 
 def test_deep_messages_and_state_round_trip(tmp_path: Path, clock: Clock) -> None:
     repo = statevcs.Repo.init(tmp_path / "deep")
-    message: Any = {"text": "bottom"}
-    for _ in range(200):
-        message = {"content": [message]}
+    nested: Any = "bottom"
+    for _ in range(511):  # with the message itself, the 512 levels a commit accepts
+        nested = [nested]
+    message = {"role": "user", "content": nested}
     state: Any = "bottom"
-    for _ in range(700):  # deeper than the JSON mapping writes: kept as stored bytes
+    for _ in range(499):  # as deep as the JSON serializer stores (500 levels with the string)
         state = [state]
-    first = repo.commit(
-        {"messages": [{"role": "user", **message}], "nested": state}, "deep", timestamp=clock()
-    )
+    first = repo.commit({"messages": [message], "nested": state}, "deep", timestamp=clock())
     export_git(repo, tmp_path / "deep.git")
     copy = statevcs.Repo.init("memory://")
     import_git(copy, tmp_path / "deep.git")
     assert copy.resolve("main") == first.id
     assert copy.show("main") == repo.show("main")
-    # A message deeper than the mirror writes is refused by name, with the refs left alone.
-    for _ in range(100):
-        message = {"content": [message]}
-    deeper = repo.commit({"messages": [message]}, "deeper", timestamp=clock())
-    refs_before = _git_refs(tmp_path / "deep.git")
-    with pytest.raises(GitMirrorError, match=f"commit {deeper.id} cannot be exported.*512"):
-        export_git(repo, tmp_path / "deep.git")
-    assert _git_refs(tmp_path / "deep.git") == refs_before
+    # One level more is refused when committing, so no commit is too deep for the mirror.
+    with pytest.raises(statevcs.StateVCSError, match="512"):
+        repo.commit({"messages": [{"role": "user", "content": [nested]}]}, "deeper")
 
 
-def _git_refs(target: Path) -> dict[bytes, bytes]:
-    from dulwich.repo import Repo as GitRepo
-
-    with GitRepo(str(target)) as mirror:
-        return dict(mirror.refs.as_dict())
-
-
-def _commit_with_metadata(repo: statevcs.Repo, metadata: dict[Any, Any]) -> str:
-    """A commit as older statevcs versions accepted it (non-string metadata keys)."""
+def _commit_with_metadata(
+    repo: statevcs.Repo, metadata: dict[Any, Any], *, timestamp_us: int = 1_700_000_000
+) -> str:
+    """A commit as older statevcs versions (or a hostile writer) stored it on branch ``old``."""
     from statevcs.hashing import from_hex, to_hex
     from statevcs.objects import CommitObject, encode_with_id
 
     snapshot = repo.get_commit("main").snapshot_id
     obj = CommitObject(
-        from_hex(snapshot), (), "old <old@example.com>", 1_700_000_000, "old", metadata
+        from_hex(snapshot), (), "old <old@example.com>", timestamp_us, "old", metadata
     )
     commit_id, data = encode_with_id(obj)
-    repo.store.put_many({commit_id: data})
-    repo.set_ref("refs/heads/old", to_hex(commit_id))
+    repo.objects.put({commit_id: data})
+    repo.refs.set("refs/heads/old", commit_id)
     return to_hex(commit_id)
+
+
+def test_a_commit_time_no_datetime_holds_is_a_mirror_error(
+    repo: statevcs.Repo, tmp_path: Path
+) -> None:
+    commit_id = _commit_with_metadata(repo, {}, timestamp_us=2**64 - 1)
+    with pytest.raises(GitMirrorError, match=f"commit {commit_id} cannot be exported.*timestamp"):
+        export_git(repo, tmp_path / "m.git")
 
 
 def test_non_string_metadata_keys_export_exactly(repo: statevcs.Repo, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import sys
 from datetime import datetime, timedelta, timezone
 
 import statevcs
+from statevcs.mirror.git import export_git
 
 path, target = sys.argv[1], sys.argv[2]
 clock = [datetime(2025, 1, 1, tzinfo=timezone.utc)]
@@ -50,7 +51,7 @@ repo.checkout(agent, "main")
 agent["after"] = 1
 repo.commit(agent, "after the merge", timestamp=tick())
 repo.tag("v1")
-repo.export_git(target)
+export_git(repo, target)
 repo.close()
 """
 
@@ -58,9 +59,10 @@ EXPORT = """
 import sys
 
 import statevcs
+from statevcs.mirror.git import export_git
 
 with statevcs.Repo.open(sys.argv[1]) as repo:
-    repo.export_git(sys.argv[2])
+    export_git(repo, sys.argv[2])
 """
 
 

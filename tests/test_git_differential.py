@@ -5,7 +5,7 @@ How it works:
 1. A statevcs repository gets a history through the public API (commits of fresh snapshots,
    branches, tags, remote-tracking refs, merges, resets, switches, a deleted and re-created
    branch, branches named like hashes), scripted and then seeded-random.
-2. After every operation it is exported with ``repo.export_git`` into a bare mirror, so every
+2. After every operation it is exported with ``export_git`` into a bare mirror, so every
    commit any ref or reflog ever named exists in git. The statevcs id -> git id map is read back
    from the ``statevcs.json`` file in each mirror commit's tree.
 3. The mirror's own reflogs are dulwich's record of the exports, not of the operations, so a
@@ -49,6 +49,7 @@ pytest.importorskip(
 
 from statevcs import Repo, Snapshot
 from statevcs.errors import MergeConflict, StateVCSError
+from statevcs.mirror.git import export_git
 from statevcs.revisions import AmbiguousRefWarning
 
 pytestmark = [
@@ -118,7 +119,7 @@ class Twin:
         return self.repo.refs.as_hex()
 
     def _export(self) -> None:
-        self.repo.export_git(self.mirror)
+        export_git(self.repo, self.mirror)
         alternates = self.replay / ".git" / "objects" / "info" / "alternates"
         if not alternates.exists():
             alternates.write_text(str((self.mirror / "objects").resolve()) + "\n")

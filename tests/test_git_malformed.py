@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import statevcs
 from statevcs import GitMirrorError, StateVCSError
-from statevcs.git import MAX_DEPTH, export_git, from_json, import_git, to_json
+from statevcs.mirror.git import MAX_DEPTH, export_git, from_json, import_git, to_json
 
 pytest.importorskip("dulwich")
 from dulwich.objects import Blob, Commit, Tree
@@ -427,7 +427,7 @@ def test_huge_files_are_refused(
     shutil.copytree(base_mirror, mirror)
     with GitRepo(str(mirror)) as git_repo:
         amend_tip(git_repo, set_file(b"state.json", b'{"big": "' + b"x" * 5000 + b'"}'))
-    monkeypatch.setattr("statevcs.git.MAX_FILE_SIZE", 4096)
+    monkeypatch.setattr("statevcs.mirror.git.layout.MAX_FILE_SIZE", 4096)
     repo = statevcs.Repo.init("memory://")
     with pytest.raises(GitMirrorError, match="MAX_FILE_SIZE"):
         import_git(repo, mirror)

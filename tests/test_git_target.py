@@ -11,7 +11,7 @@ import pytest
 
 import statevcs
 from statevcs import GitMirrorError, StateVCSError
-from statevcs.git import export_git, import_git
+from statevcs.mirror.git import export_git, import_git
 
 pytest.importorskip("dulwich")
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git CLI")
@@ -88,7 +88,7 @@ def test_export_refuses_a_projects_repository_with_local_edits(
     assert fingerprint(project) == before
     # Even forced: local edits are never overwritten.
     with pytest.raises(GitMirrorError, match="local changes") as dirty:
-        history.export_git(project, force=True)
+        export_git(history, project, force=True)
     assert "app.py" in str(dirty.value)
     assert fingerprint(project) == before
     config = (project / ".git" / "config").read_text()

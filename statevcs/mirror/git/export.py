@@ -1,0 +1,561 @@
+"""Export: statevcs history into a git repository (then, optionally, a push).
+
+Written against the repository's porcelain and plumbing containers only: refs from
+``repo.refs``, commits through :class:`statevcs.history.CommitGraph` on ``repo.objects``,
+state as its stored bytes (``repo.objects.read_state_bytes``), so state written with any
+serializer exports without being decoded.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...errors import GitMirrorError, StateVCSError
+from ...hashing import ObjectId, from_hex, to_hex
+from ...history import CommitGraph, topological_order
+from ...objects import CommitObject, Doc, MapRef, SnapshotObject, canonical, encode
+from ...refs import BRANCH_PREFIX, HEAD, TAG_PREFIX, branch_ref
+from ...repo import Repo
+from ...serializers import JSONSerializer, serializer_for
+from ...snapshot import read_values, stored_messages
+from ...structures.maps import read_map
+from .jsonmap import dump_json, to_json
+from .layout import (
+    FILE_MODE,
+    HEX_ID,
+    MIRROR_FILES,
+    MIRROR_FORMAT,
+    MIRROR_SECTION,
+    TREE_MODE,
+    branch_and_tag_commits,
+    is_marked,
+    listing,
+    map_path,
+    oid,
+    parents_first,
+    read_info,
+    ref,
+    require_dulwich,
+    symbolic_head,
+    utf8,
+)
+from .push import fix_remote_head, push_refs
+from .reports import ExportReport
+
+if TYPE_CHECKING:
+    from dulwich.objects import ObjectID
+    from dulwich.repo import Repo as GitRepo
+
+_ROLE = re.compile(r"[^a-z0-9_-]+")
+_AUTHOR = re.compile(r"^(?P<name>[^<>\n]*?)\s*<(?P<email>[^<>\n]*)>$")
+_GIT_SHA = re.compile(rb"[0-9a-f]{40}")
+_FLUSH_EVERY = 20_000
+
+
+def export_git(
+    repo: Repo,
+    target: str | os.PathLike[str],
+    *,
+    branch: str | None = None,
+    push: str | None = None,
+    force: bool = False,
+) -> ExportReport:
+    """Mirror the history of ``repo`` into the git repository at ``target``.
+
+    ``target`` is created when missing (bare when its name ends in ``.git``, else with a
+    working tree that follows the branch git's ``HEAD`` is on) and marked as a statevcs mirror
+    in its git config. Any other git repository that is not empty is refused unless ``force``
+    is given; a working tree with local changes (what ``git status`` lists) is never
+    overwritten, even with ``force``: the export is refused before anything is written. Every
+    branch and tag is exported, or only ``branch``. Exports are incremental. ``push`` then
+    pushes the exported refs to a git remote URL or path (``force`` also allows non
+    fast-forward updates, after a ``statevcs reset`` for example) and points the remote's
+    ``HEAD`` at the exported default branch when it named none.
+    """
+    require_dulwich()
+    if not isinstance(repo, Repo):
+        raise TypeError(f"repo must be a statevcs.Repo, not {type(repo).__name__}")
+    if not isinstance(target, (str, os.PathLike)):
+        raise TypeError(f"target must be a path (str or os.PathLike), not {type(target).__name__}")
+    if branch is not None and not isinstance(branch, str):
+        raise TypeError(f"branch must be a str or None, not {type(branch).__name__}")
+    if push is not None and not isinstance(push, str):
+        raise TypeError(f"push must be a str or None, not {type(push).__name__}")
+    if not isinstance(force, bool):
+        raise TypeError(f"force must be a bool, not {type(force).__name__}")
+    path = Path(target)
+    report = ExportReport(target=str(path))
+    wanted = _export_refs(repo, branch)
+    git, created = _open_or_init(path)
+    try:
+        head = _export(repo, git, path, wanted, branch, created, force, report)
+        if push is not None:
+            push_refs(git, push, list(wanted), force, report)
+            default = head if head is not None and head in wanted else None
+            fix_remote_head(push, default or _default_head(repo, wanted), report)
+    finally:
+        git.close()
+    return report
+
+
+def _export(
+    repo: Repo,
+    git: GitRepo,
+    path: Path,
+    wanted: Mapping[str, ObjectId],
+    branch: str | None,
+    created: bool,
+    force: bool,
+    report: ExportReport,
+) -> str | None:
+    """Write the commits ``wanted`` reaches that the mirror lacks, then move the mirror's refs.
+
+    Returns the branch the mirror's ``HEAD`` is on.
+    """
+    mirror, empty = (False, True) if created else _check_target(git, path, force)
+    fresh = created or empty
+    ids = _IdMap(git)
+    if not ids.existed and not fresh:
+        _rebuild_map(git, ids)
+    store = git.object_store
+
+    def done(commit_id: ObjectId) -> bool:
+        sha = ids.to_git.get(commit_id)
+        return sha is not None and sha in store
+
+    bare = git.bare
+    before = git.refs.as_dict()
+    if fresh:
+        head: str | None = branch_ref(branch) if branch else _default_head(repo, wanted)
+    else:
+        head_target = symbolic_head(git)
+        head = head_target.decode("utf-8", "replace") if head_target is not None else None
+    known = ids.to_git.get(wanted[head]) if head is not None and head in wanted else None
+    head_moves = (
+        not bare
+        and head is not None
+        and head in wanted
+        and (known is None or known not in store or before.get(ref(head)) != known)
+    )
+    if not bare and (head_moves or not mirror) and not fresh:
+        # A forced export into someone else's repository needs a clean working tree even
+        # when its checked-out branch stays put: it is theirs, not a mirror's.
+        changes = _worktree_changes(git, mirror_paths_only=mirror)
+        if changes:
+            advice = (
+                "Commit them with git (then `statevcs import-git` brings them in) or discard "
+                "them, and export again; or export into a bare mirror (a folder named *.git)"
+                if mirror
+                else "Export into a new folder instead"
+            )
+            raise GitMirrorError(
+                f"the working tree of {path} has local changes ({listing(changes)}), which "
+                f"an export would overwrite, so nothing was exported (not even with force). "
+                f"{advice}"
+            )
+
+    graph = CommitGraph(repo.objects)
+    todo = topological_order(graph, dict.fromkeys(wanted.values()), stop=done)
+    exporter = _Exporter(repo, git, report)
+    for commit_id in todo:
+        commit = graph.commit(commit_id)
+        parents = [ids.to_git[p] for p in commit.parents]
+        try:
+            sha = exporter.commit(commit_id, commit, parents)
+        except GitMirrorError as exc:
+            raise GitMirrorError(
+                f"statevcs commit {to_hex(commit_id)} cannot be exported: {exc}. Refs in "
+                f"{path} were not moved"
+            ) from exc
+        ids.add(commit_id, sha)
+    exporter.flush()
+    ids.save()
+    report.commits_exported = len(todo)
+    report.mirror_commits = len(ids.to_git)
+
+    for name, commit_id in wanted.items():
+        sha = ids.to_git[commit_id]
+        old = before.get(ref(name))
+        if old == sha:
+            continue
+        if not git.refs.set_if_equals(ref(name), old, sha, message=b"statevcs export-git"):
+            raise GitMirrorError(f"{name} moved in {path} during the export; run it again")
+        report.refs_updated[name] = sha.decode("ascii")
+    if branch is None:
+        exported = set(ids.to_git.values())
+        for raw_name, sha in before.items():
+            name = raw_name.decode("utf-8", "replace")
+            if (
+                name.startswith((BRANCH_PREFIX, TAG_PREFIX))
+                and name not in wanted
+                and sha in exported
+                and git.refs.remove_if_equals(raw_name, sha)
+            ):
+                report.refs_deleted.append(name)
+    if not is_marked(git):
+        # Only once its refs are written: a failed export leaves a foreign repository
+        # as foreign as it was.
+        _mark(git)
+    if fresh and head is not None:
+        git.refs.set_symbolic_ref(ref(HEAD), ref(head))
+    if head_moves and head is not None and head in report.refs_updated:
+        from dulwich import porcelain
+
+        porcelain.reset(git, "hard", report.refs_updated[head].encode("ascii"))
+        report.worktree_updated = True
+    return head
+
+
+def _export_refs(repo: Repo, branch: str | None) -> dict[str, ObjectId]:
+    refs = {
+        name: value
+        for name, value in repo.refs.as_dict().items()
+        if name.startswith((BRANCH_PREFIX, TAG_PREFIX))
+    }
+    if branch is None:
+        return refs
+    wanted = branch_ref(branch)
+    if wanted not in refs:
+        raise GitMirrorError(
+            f"no branch named {branch!r} to export; list them with `statevcs branch`"
+        )
+    return {wanted: refs[wanted]}
+
+
+def _default_head(repo: Repo, wanted: Mapping[str, ObjectId]) -> str:
+    head = repo.head_branch
+    if head is not None and branch_ref(head) in wanted:
+        return branch_ref(head)
+    branches = sorted(n for n in wanted if n.startswith(BRANCH_PREFIX))
+    return branches[0] if branches else branch_ref("main")
+
+
+# --- the target ---------------------------------------------------------------------------
+
+
+def _open_or_init(target: Path) -> tuple[GitRepo, bool]:
+    from dulwich.errors import NotGitRepository
+    from dulwich.repo import Repo as GitRepo
+
+    try:
+        return GitRepo(str(target)), False
+    except NotGitRepository:
+        pass
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise GitMirrorError(
+            f"{target} exists and is not a git repository; export into a new folder or an "
+            "existing git mirror"
+        )
+    target.mkdir(parents=True, exist_ok=True)
+    if target.name.endswith(".git"):
+        return GitRepo.init_bare(str(target)), True
+    return GitRepo.init(str(target)), True
+
+
+def _check_target(git: GitRepo, path: Path, force: bool) -> tuple[bool, bool]:
+    """Refuse a target that is neither empty nor a mirror (unless forced); return
+    ``(is_mirror, is_empty)``. Nothing is written here."""
+    if is_marked(git):
+        return True, False
+    if not _has_refs(git):
+        untracked = [] if git.bare else _worktree_changes(git)
+        if not untracked:
+            return False, True
+        problem = f"has no commits but holds files ({listing(untracked)})"
+    elif _looks_like_mirror(git):
+        return True, False
+    else:
+        problem = "has branches or tags of its own"
+    if not force:
+        raise GitMirrorError(
+            f"{path} is a git repository that is not a statevcs mirror: it {problem}, which an "
+            "export would replace. Export into a new folder (or an empty git repository), or "
+            "pass --force (force=True) to overwrite its branches anyway"
+        )
+    return False, False
+
+
+def _mark(git: GitRepo) -> None:
+    config = git.get_config()
+    config.set((MIRROR_SECTION,), b"mirror", b"true")
+    config.write_to_path()
+
+
+def _has_refs(git: GitRepo) -> bool:
+    return any(name.startswith(b"refs/") for name in git.refs.allkeys())
+
+
+def _looks_like_mirror(git: GitRepo) -> bool:
+    """A mirror written before mirrors were marked, or a clone or pushed copy of one."""
+    if map_path(git).is_file():
+        return True
+    tips = branch_and_tag_commits(git)
+    return bool(tips) and all(read_info(git, sha) is not None for sha in tips.values())
+
+
+def _worktree_changes(git: GitRepo, *, mirror_paths_only: bool = False) -> list[str]:
+    """Paths ``git status`` would list: staged, modified and untracked (not ignored) files.
+
+    With ``mirror_paths_only`` untracked files count only where an export writes files, since
+    checking out a mirror commit leaves every other untracked file alone.
+    """
+    from dulwich import porcelain
+
+    # optional_locks=False: looking must not rewrite the index of someone else's repository.
+    status = porcelain.status(git, untracked_files="all", optional_locks=False)
+    changed = [*status.staged["add"], *status.staged["delete"], *status.staged["modify"]]
+    changed.extend(status.unstaged)
+    names = {p.decode("utf-8", "replace") if isinstance(p, bytes) else str(p) for p in changed}
+    for raw in status.untracked:
+        name = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        if not mirror_paths_only or name in MIRROR_FILES or name.startswith("messages/"):
+            names.add(name)
+    return sorted(names)
+
+
+# --- the id map ---------------------------------------------------------------------------
+
+
+class _IdMap:
+    """statevcs commit id <-> git sha, kept in a file inside the git folder."""
+
+    def __init__(self, git: GitRepo) -> None:
+        self.path = map_path(git)
+        self.to_git: dict[ObjectId, ObjectID] = {}
+        self.new: list[tuple[ObjectId, ObjectID]] = []
+        self.existed = self.path.is_file()
+        if self.existed:
+            for line in self.path.read_bytes().splitlines():
+                parts = line.split()
+                if len(parts) == 2 and _GIT_SHA.fullmatch(parts[1]):
+                    name = parts[0].decode("ascii", "replace")
+                    if HEX_ID.fullmatch(name):
+                        self.to_git[from_hex(name)] = oid(parts[1])
+
+    def add(self, commit_id: ObjectId, sha: ObjectID) -> None:
+        self.to_git[commit_id] = sha
+        self.new.append((commit_id, sha))
+
+    def save(self) -> None:
+        if not self.new:
+            return
+        with self.path.open("a", encoding="ascii") as handle:
+            handle.writelines(f"{to_hex(c)} {g.decode('ascii')}\n" for c, g in self.new)
+        self.new.clear()
+
+
+def _rebuild_map(git: GitRepo, ids: _IdMap) -> None:
+    """Recover the id map from the authentic ``statevcs.json`` files of an existing mirror.
+
+    A ``statevcs.json`` is authentic when its parents are the statevcs commits of the git
+    commit's parents: a commit made with git tools keeps its parent's file, which then does
+    not describe it.
+    """
+    heads = branch_and_tag_commits(git)
+    found: dict[bytes, str] = {}
+    for git_commit in parents_first(git, heads.values()):
+        sha = git_commit.id
+        info = read_info(git, sha)
+        commit = info.get("commit") if info is not None else None
+        if (
+            info is not None
+            and isinstance(commit, str)
+            and HEX_ID.fullmatch(commit)
+            and info.get("parents") == [found.get(p) for p in git_commit.parents]
+        ):
+            found[sha] = commit
+            commit_id = from_hex(commit)
+            if commit_id not in ids.to_git:
+                ids.add(commit_id, sha)
+
+
+# --- writing git objects ---------------------------------------------------------------------
+
+
+def _git_author(author: str) -> bytes:
+    match = _AUTHOR.match(author.strip())
+    if match:
+        name, email = match.group("name"), match.group("email")
+    else:
+        name, email = author, ""
+    name = re.sub(r"[<>\n]+", " ", name).strip() or "unknown"
+    return utf8(f"{name} <{email}>", "the commit author")
+
+
+def _role_of(message: Any) -> str:
+    role = message.get("role") if isinstance(message, dict) else None
+    name = _ROLE.sub("-", str(role).lower()).strip("-")[:40] if role is not None else ""
+    return name or "message"
+
+
+def _map_key(map_ref: MapRef) -> bytes:
+    """A hashable key for a stored map (its id) or a small map kept inline (its encoding)."""
+    return map_ref if isinstance(map_ref, bytes) else encode(map_ref)
+
+
+def _utc(micros: int) -> datetime:
+    try:
+        # The same conversion as Repo's commits, so statevcs.json holds the time they show.
+        return datetime.fromtimestamp(micros / 1_000_000, tz=timezone.utc)
+    except (ValueError, OverflowError, OSError) as exc:
+        raise GitMirrorError(
+            f"its timestamp ({micros} µs after 1970) is outside the years a mirror can hold "
+            f"({exc}); the commit was not written by statevcs, run `statevcs fsck`"
+        ) from None
+
+
+class _Exporter:
+    """Builds git objects for statevcs commits, sharing blobs and trees between commits."""
+
+    def __init__(self, repo: Repo, git: GitRepo, report: ExportReport) -> None:
+        self.repo = repo
+        self.objects = repo.objects
+        self.store = git.object_store
+        self.report = report
+        self.pending: list[tuple[Any, None]] = []
+        self.pending_ids: set[bytes] = set()
+        self.message_blobs: dict[ObjectId, tuple[str, ObjectID]] = {}
+        self.message_trees: dict[tuple[ObjectId, tuple[ObjectId, ...]], ObjectID | None] = {}
+        self.map_blobs: dict[tuple[bytes, str], ObjectID] = {}
+        self.json = JSONSerializer()
+
+    def add(self, obj: Any) -> ObjectID:
+        sha: ObjectID = obj.id
+        if sha not in self.pending_ids and sha not in self.store:
+            self.pending.append((obj, None))
+            self.pending_ids.add(sha)
+            if len(self.pending) >= _FLUSH_EVERY:
+                self.flush()
+        return sha
+
+    def flush(self) -> None:
+        if self.pending:
+            self.store.add_objects(self.pending)
+            self.report.objects_written += len(self.pending)
+            self.pending = []
+            self.pending_ids = set()
+
+    def blob(self, data: bytes) -> ObjectID:
+        from dulwich.objects import Blob
+
+        return self.add(Blob.from_string(data))
+
+    def messages_tree(self, snap: SnapshotObject) -> ObjectID | None:
+        key = (snap.messages, snap.tail)
+        if key in self.message_trees:
+            return self.message_trees[key]
+        from dulwich.objects import Tree
+
+        ids = stored_messages(self.objects, snap).ids(self.objects)
+        missing = [i for i in dict.fromkeys(ids) if i not in self.message_blobs]
+        values = self.objects.load_values(missing)
+        for object_id in missing:
+            doc = values[object_id]
+            message = doc.value if isinstance(doc, Doc) else doc.data
+            self.message_blobs[object_id] = (
+                _role_of(message),
+                self.blob(dump_json(to_json(message))),
+            )
+        sha: ObjectID | None = None
+        if ids:
+            tree = Tree()
+            for index, object_id in enumerate(ids, start=1):
+                role, blob = self.message_blobs[object_id]
+                tree.add(f"{index:06d}-{role}.json".encode(), FILE_MODE, blob)
+            sha = self.add(tree)
+        self.message_trees[key] = sha
+        return sha
+
+    def state_blob(self, snapshot_id: ObjectId, snap: SnapshotObject) -> ObjectID:
+        codec = snap.state_codec
+        key = (_map_key(snap.state), codec)
+        found = self.map_blobs.get(key)
+        if found is not None:
+            return found
+        raw = self.objects.read_state_bytes(snapshot_id)
+        out = {name: self._state_value(data, codec) for name, data in raw.items()}
+        try:
+            data = dump_json(out)
+        except GitMirrorError:
+            # Too deep for pretty JSON: the stored bytes go in verbatim, which always works.
+            out = {name: self._raw_marker(value, codec) for name, value in raw.items()}
+            data = dump_json(out)
+        sha = self.map_blobs[key] = self.blob(data)
+        return sha
+
+    def _state_value(self, data: bytes, codec: str) -> Any:
+        if codec == self.json.name:
+            try:
+                value = self.json.deserialize(data)
+                if self.json.serialize(value) == data:
+                    return to_json(value)
+            except StateVCSError:  # not canonical JSON, or deeper than MAX_DEPTH: keep bytes
+                pass
+        return self._raw_marker(data, codec)
+
+    def _raw_marker(self, data: bytes, codec: str) -> Any:
+        raw: dict[str, Any] = {"codec": codec, "base64": base64.b64encode(data).decode("ascii")}
+        try:
+            decoded = serializer_for(codec, self.repo.serializer).deserialize(data)
+            raw["repr"] = repr(decoded)
+        except Exception:  # the preview is for people only; the bytes are what count
+            pass
+        return {"__raw__": raw}
+
+    def extras_blob(self, map_ref: MapRef) -> ObjectID:
+        key = (_map_key(map_ref), "")
+        found = self.map_blobs.get(key)
+        if found is not None:
+            return found
+        values = read_values(self.objects, read_map(self.objects, map_ref), None)
+        out = {name: to_json(value) for name, value in values.items()}
+        sha = self.map_blobs[key] = self.blob(dump_json(out))
+        return sha
+
+    def commit(
+        self, commit_id: ObjectId, commit: CommitObject, parents: Sequence[ObjectID]
+    ) -> ObjectID:
+        """Write the git commit of statevcs commit ``commit_id`` (its parents are written)."""
+        from dulwich.objects import Commit as GitCommit
+        from dulwich.objects import Tree
+
+        snap = self.objects.load_snapshot(commit.snapshot)
+        moment = _utc(commit.timestamp_us)
+        info = {
+            "format": MIRROR_FORMAT,
+            "commit": to_hex(commit_id),
+            "parents": [to_hex(p) for p in commit.parents],
+            "snapshot": to_hex(commit.snapshot),
+            "kind": snap.kind,
+            "state_codec": snap.state_codec,
+            "author": commit.author,
+            "timestamp": moment.isoformat(),
+            "message": commit.message,
+            # Stored metadata is canonical already; canonical() again makes the mirror's
+            # sorted keys not depend on that.
+            "metadata": to_json(canonical(commit.metadata)),
+        }
+        tree = Tree()
+        messages = self.messages_tree(snap)
+        if messages is not None:
+            tree.add(b"messages", TREE_MODE, messages)
+        tree.add(b"state.json", FILE_MODE, self.state_blob(commit.snapshot, snap))
+        tree.add(b"extras.json", FILE_MODE, self.extras_blob(snap.extras))
+        tree.add(b"statevcs.json", FILE_MODE, self.blob(dump_json(info, sort_keys=True)))
+        git_commit = GitCommit()
+        git_commit.tree = self.add(tree)
+        git_commit.parents = list(parents)
+        git_commit.author = git_commit.committer = _git_author(commit.author)
+        seconds = math.floor(moment.timestamp())
+        git_commit.author_time = git_commit.commit_time = seconds
+        git_commit.author_timezone = git_commit.commit_timezone = 0
+        text = commit.message if commit.message.endswith("\n") else commit.message + "\n"
+        git_commit.message = utf8(text, f"the message of commit {to_hex(commit_id)[:12]}")
+        return self.add(git_commit)
