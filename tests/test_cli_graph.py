@@ -1,6 +1,6 @@
 """``log --graph`` orders and draws history as ``git log --graph`` does (issue 8, section 5).
 
-The differential tests build one history in statevcs, export it with ``repo.export_git`` and
+The differential tests build one history in statevcs, export it with ``export_git`` and
 compare ``statevcs log --graph`` with ``git log --graph --format=%s --all`` on the mirror, row
 by row: the graph characters and the message of each commit.
 """

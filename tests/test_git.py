@@ -247,16 +247,6 @@ def test_missing_dulwich_explains_the_extra(
         export_git(repo, tmp_path / "m")
 
 
-def test_statevcs_git_still_offers_the_mirror_package(repo: statevcs.Repo, tmp_path: Path) -> None:
-    import statevcs.git
-    import statevcs.mirror.git
-
-    for name in statevcs.mirror.git.__all__:
-        assert getattr(statevcs.git, name) is getattr(statevcs.mirror.git, name)
-    report = statevcs.git.export_git(repo, tmp_path / "m.git")
-    assert report.commits_exported == len(all_commits(repo))
-
-
 def test_a_repository_argument_that_is_not_a_repo_is_a_type_error(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match=r"repo must be a statevcs\.Repo"):
         export_git(str(tmp_path / "repo"), tmp_path / "m.git")  # type: ignore[arg-type]

@@ -449,7 +449,7 @@ def test_the_deepest_message_commit_accepts_reads_back_and_exports(tmp_path: Pat
     repo.checkout(restored, "main")
     assert restored["messages"] == [deepest, deepest]
     assert restored["messages"][0] is not restored["messages"][1]
-    from statevcs.git import export_git
+    from statevcs.mirror.git import export_git
 
     export_git(repo, tmp_path / "mirror")
     repo.close()

@@ -122,7 +122,7 @@ def human_bytes(size: float) -> str:
 def to_plain(value: Any) -> Any:
     """Return a JSON-compatible rendering of any decoded value, for ``--json`` output.
 
-    Uses the git mirror's markers where JSON has no form (see :func:`statevcs.git.to_json`):
+    Uses the git mirror's markers where JSON has no form (see :func:`statevcs.mirror.git.to_json`):
     bytes become ``{"__bytes__": "<base64>"}``, non-finite floats ``{"__float__": "nan"}``,
     dicts with non-string keys ``{"__map__": [[key, value], ...]}``. Datetimes become ISO
     strings, sets and tuples lists, and anything else its ``repr``. Never recurses, so any
