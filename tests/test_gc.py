@@ -126,7 +126,7 @@ def test_forks_share_storage() -> None:
     single = repo.stats().bytes_stored
     fork_bytes = 0
     for f in range(10):
-        repo.branch(f"fork-{f}", start="main")
+        repo.branch(f"fork-{f}", rev="main")
         fork = statevcs.Snapshot()
         repo.checkout(fork, f"fork-{f}")
         for t in range(10):
