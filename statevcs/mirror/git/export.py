@@ -91,6 +91,8 @@ def export_git(
     if not isinstance(force, bool):
         raise TypeError(f"force must be a bool, not {type(force).__name__}")
     path = Path(target)
+    if "\x00" in str(path):
+        raise GitMirrorError("the mirror path contains a NUL character; choose another path")
     report = ExportReport(target=str(path))
     wanted = _export_refs(repo, branch)
     git, created = _open_or_init(path)
