@@ -38,6 +38,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from strands import Agent
@@ -63,7 +64,7 @@ from strands.multiagent.swarm import Swarm
 from strands.session import SessionManager
 from strands.types.content import Message
 
-from ..adapters import adapter_for, current_repo, register_adapter, transient_keys
+from ..adapters import current_repo, register_adapter, transient_keys
 from ..errors import (
     MergeConflict,
     RefConflict,
@@ -1006,11 +1007,15 @@ class _Committer:
                 ) from None
             except MergeConflict as conflict:
                 branch = self.branch or self.repo.attached_branch(obj) or "?"
+                why = (
+                    "Two agents appending to one conversation cannot be merged: give each "
+                    "worker its own branch, or let workers on one branch take turns. "
+                    if conflict.messages
+                    else ""
+                )
                 raise MergeConflict(
                     f"{conflict}. Nothing was written; the agent still holds its unsaved change. "
-                    "Two agents appending to one conversation cannot be merged: give each "
-                    "worker its own branch and merge them, or let workers on one branch take "
-                    f"turns. {self._recovery(branch)}",
+                    f"{why}{self._recovery(branch)}",
                     conflict.keys,
                     extras_keys=conflict.extras_keys,
                     messages=conflict.messages,
@@ -1031,7 +1036,7 @@ class _Committer:
         if synced is None or branch is None:
             return
         ref = branch_ref(branch)
-        tip = repo.store.get_ref(ref)
+        tip = repo.refs.get(ref)
         if tip is None or to_hex(tip) == synced:
             return  # a missing branch is created (or reported) by the commit itself
         actual = to_hex(tip)
@@ -1233,6 +1238,9 @@ def _session_recovery(branch: str) -> str:
     )
 
 
+_COUNTER_SEARCH = 256
+
+
 def _counter_of(repo: Repo, head: Commit, counter: str) -> int:
     """The turn (or invocation) count a resumed session continues from."""
 
@@ -1243,11 +1251,12 @@ def _counter_of(repo: Repo, head: Commit, counter: str) -> int:
     value = count(head)
     if value is None:
         # Merge commits (on_conflict="merge", repo.merge) carry no counter: continue from the
-        # highest count on the nearest counted commit of each line of history.
+        # highest count on the nearest counted commit of each line of history. Bounded, so a
+        # long history committed by hand (no counters anywhere) does not slow every resume.
         found: list[int] = []
         seen = {head.id}
         frontier = list(head.parents)
-        while frontier:
+        while frontier and len(seen) < _COUNTER_SEARCH:
             parents: list[str] = []
             for commit_id in frontier:
                 if commit_id in seen:
@@ -1380,11 +1389,11 @@ class StateVCSSessionManager(SessionManager):
     def _resume(self, obj: Any) -> Commit | None:
         """Check out the branch head into ``obj``; ``None`` if the branch does not exist."""
         repo = self.repo
-        if repo.store.get_ref(branch_ref(self.branch)) is None:
+        if repo.refs.get(branch_ref(self.branch)) is None:
             if self.start is None:
                 return None
             with contextlib.suppress(RefExists):  # another worker created it: resume that
-                repo.branch(self.branch, start=self.start)
+                repo.branch(self.branch, rev=self.start)
         head = repo.checkout(obj, self.branch)
         self._committer.session(obj).turn = _counter_of(repo, head, self._counter)
         return head
@@ -1392,23 +1401,24 @@ class StateVCSSessionManager(SessionManager):
     def _start(self, obj: Any) -> None:
         """Create the branch with ``obj``'s initial state, unless another worker just did."""
         repo = self.repo
-        snapshot = adapter_for(obj).capture(obj)
-        snapshot_id = repo.write_snapshot(snapshot)
-        first = repo.write_commit(
+        # Plumbing, because the branch must only ever be created here: repo.commit of a fresh
+        # object lands on whatever tip it finds, so a worker that lost the race would commit
+        # its empty start on top of the winner's turns. Losing now means resuming the winner's.
+        snapshot_id = repo.objects.write_snapshot(repo.adapters.lookup(obj).capture(obj))
+        first = repo.objects.write_commit(
             snapshot_id,
             [],
-            "start session",
-            author=self._committer.author,
+            message="start session",
+            author=self._committer.author or repo.author,
+            timestamp=datetime.now(timezone.utc),
             metadata={"event": "start", self._counter: 0},
         )
-        # Only ever creates the branch: a worker that lost the race resumes the winner's
-        # session instead of committing its own start on top of the winner's turns.
         with contextlib.suppress(RefConflict):
-            repo.set_ref(
+            repo.refs.set(
                 branch_ref(self.branch),
-                first.id,
+                first,
                 expected=None,
-                reflog_message="commit (initial): start session",
+                message="commit (initial): start session",
             )
         self._resume(obj)
 
@@ -1466,7 +1476,7 @@ class StateVCSSessionManager(SessionManager):
             return None
         committer = self._committer
         committer.flush(bound)
-        is_clean = getattr(adapter_for(bound), "is_clean", None)
+        is_clean = getattr(self.repo.adapters.lookup(bound), "is_clean", None)
         if callable(is_clean) and is_clean(bound, self.repo):
             return None
         count = committer.session(bound).turn

@@ -130,7 +130,7 @@ def test_branches_from_a_shared_prefix(make_agent: AgentFactory, repo: statevcs.
     repo.commit(agent, message="after second answer")
     repo.checkout(agent, "main~1")
     assert len(agent.messages) == 2
-    repo.branch("cheaper", start="main~1")
+    repo.branch("cheaper", rev="main~1")
     repo.checkout(agent, "cheaper")
     agent("Make it cheaper")
     cheaper = repo.commit(agent)
@@ -139,7 +139,7 @@ def test_branches_from_a_shared_prefix(make_agent: AgentFactory, repo: statevcs.
 
     other = make_agent([])
     repo.checkout(other, "main")
-    repo.branch("luxury", start="main~1")
+    repo.branch("luxury", rev="main~1")
     repo.checkout(other, "luxury")
     other.model = agent.model
     other("Make it luxurious")
@@ -184,13 +184,13 @@ def test_non_json_state_raises_serialization_error_and_writes_nothing(
     agent("hello")
     repo.commit(agent, "clean")
     before_objects = repo.stats().objects
-    before_refs = repo.refs()
+    before_refs = repo.refs.as_hex()
     agent("more")
     agent.state.set("bad", value)  # Strands accepts it: json.dumps is looser than strict JSON
     with pytest.raises(statevcs.SerializationError, match=r"state\['bad'\]"):
         repo.commit(agent, "should fail")
     assert repo.stats().objects == before_objects
-    assert repo.refs() == before_refs
+    assert repo.refs.as_hex() == before_refs
 
     agent.state.delete("bad")
     repo.commit(agent, "fixed")

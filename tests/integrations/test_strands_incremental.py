@@ -210,7 +210,7 @@ def test_any_sequence_of_edits_commits_exactly_the_live_messages(
         elif op == "checkout" and commits:
             commit_id, expected = commits[where % len(commits)]
             repo.checkout(agent, commit_id)
-            repo.branch(f"b{len(commits)}-{where}", start=commit_id, force=True)
+            repo.branch(f"b{len(commits)}-{where}", rev=commit_id, force=True)
             repo.checkout(agent, f"b{len(commits)}-{where}")
             assert _plain(agent.messages) == expected
     repo.commit(agent, "final", branch="final")

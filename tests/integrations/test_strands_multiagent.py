@@ -51,7 +51,7 @@ def test_swarm_killed_after_the_first_node_resumes_at_the_next_node(repo: statev
     swarm = _swarm(StateVCSSessionManager(repo, branch="swarm"), HANDOFF, ["Booked Baixa."])
     swarm("Plan and book Lisbon")
     # Pretend the process died right after the planner node was committed.
-    repo.branch("after-planner", start="swarm~2")
+    repo.branch("after-planner", rev="swarm~2")
     assert repo.get_commit("after-planner").message == "node planner"
 
     resumed = _swarm(
@@ -107,7 +107,7 @@ def test_graph_commits_every_node_and_resumes_mid_run(repo: statevcs.Repo) -> No
     assert log == ["start session", "node research", "node write", "invocation 1"]
     assert repo.show("graph").kind == KIND_GRAPH
 
-    repo.branch("after-research", start="graph~2")
+    repo.branch("after-research", rev="graph~2")
     resumed = _graph(StateVCSSessionManager(repo, branch="after-research"), [], ["Resumed."])
     assert resumed.serialize_state()["next_nodes_to_execute"] == ["write"]
     research = resumed.nodes["research"].executor

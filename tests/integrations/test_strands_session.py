@@ -211,7 +211,7 @@ def test_autocommit_keeps_your_own_session_manager(
     assert _messages(repo, "main") == ["turn 1: end", "tool search", "turn 2: end"]
     assert repo.show("main").messages[-1]["content"][0]["text"] == "Sintra added."
 
-    repo.branch("experiment", start="main~1")
+    repo.branch("experiment", rev="main~1")
     repo.checkout(agent, "experiment")  # AutoCommit follows the branch the agent is on
     agent.model = make_agent(["Experiment answer."]).model
     agent("Try something else")

@@ -144,12 +144,12 @@ def test_merge_mode_raises_merge_conflict_when_both_workers_appended_messages(
     agent_a, _ = _worker(make_agent, repo_a, ["Answer A."], on_conflict="merge")
     agent_b, session_b = _worker(make_agent, repo_b, ["Answer B."], on_conflict="merge")
     agent_a("Question A")
-    before = repo_a.refs()
+    before = repo_a.refs.as_hex()
 
     with pytest.raises(statevcs.MergeConflict, match="its own branch") as caught:
         agent_b("Question B")
     assert caught.value.messages
-    assert repo_a.refs() == before
+    assert repo_a.refs.as_hex() == before
     assert _head(repo_a) == ["Question A", "Answer A."]
     assert _texts(agent_b.messages) == ["Question B", "Answer B."]
 
@@ -224,7 +224,7 @@ def test_reload_and_option_misuse_give_clear_errors(
     with pytest.raises(TypeError, match="branch must be a str"):
         StateVCSSessionManager(repo, branch=None)  # type: ignore[arg-type]
     repo.switch("solo")
-    repo.branch("elsewhere", start="solo")
+    repo.branch("elsewhere", rev="solo")
     repo.switch("elsewhere")
     repo.delete_branch("solo")
     with pytest.raises(statevcs.RefNotFound, match="no longer exists"):
@@ -365,3 +365,37 @@ def test_two_processes_on_one_session_branch_lose_no_turn(repo: statevcs.Repo) -
     ]
     assert [c.metadata.get("turn") for c in repo.log("shared")] == [3, 2, 1, 0]
     assert repo.fsck().ok
+
+
+def test_a_stale_swarm_raises_before_it_starts_and_reload_recovers(
+    handles: tuple[statevcs.Repo, statevcs.Repo],
+) -> None:
+    from strands import Agent
+    from strands.multiagent import Swarm
+
+    from statevcs.integrations.strands_testing import ScriptedModel
+
+    def swarm(repo: statevcs.Repo, answer: str) -> tuple[Swarm, StateVCSSessionManager]:
+        session = StateVCSSessionManager(repo, branch="swarm")
+        node = Agent(name="planner", model=ScriptedModel(default=answer), callback_handler=None)
+        return Swarm([node], session_manager=session, id="trip-swarm"), session
+
+    repo_a, repo_b = handles
+    first, _ = swarm(repo_a, "Plan A.")
+    second, second_session = swarm(repo_b, "Plan B.")
+    first("Plan Lisbon")
+    head = repo_a.resolve("swarm")
+
+    with pytest.raises(statevcs.RefConflict, match=r"reload\(\)"):
+        second("Plan Porto")
+    assert repo_a.resolve("swarm") == head
+    assert second.nodes["planner"].executor.messages == []
+
+    second_session.reload()
+    restored = _texts(second.nodes["planner"].executor.messages)
+    assert "Plan Lisbon" in restored[0] and restored[1:] == ["Plan A."]
+    assert second_session.close() is None  # freshly reloaded: nothing to commit
+    second("Plan Porto")
+    stored = _texts(repo_a.show("swarm").messages)
+    assert "Plan Porto" in stored[-2] and stored[-1] == "Plan B."
+    assert repo_a.get_commit("swarm").metadata == {"event": "invocation", "invocation": 2}
