@@ -57,18 +57,18 @@ class ObjectDatabase(ObjectDB):
 
     def load_commit(self, commit_id: ObjectId) -> CommitObject:
         """Return the commit ``commit_id`` (``CorruptObject`` if it is something else)."""
-        obj = self.load(commit_id)
+        obj = self.load(_check_id(commit_id, "commit_id"))
         if not isinstance(obj, CommitObject):
             raise CorruptObject(to_hex(commit_id), f"expected a commit, found {type(obj).__name__}")
         return obj
 
     def load_snapshot(self, snapshot_id: ObjectId) -> SnapshotObject:
         """Return the snapshot object ``snapshot_id`` (``CorruptObject`` otherwise)."""
-        return load_snapshot_object(self, snapshot_id)
+        return load_snapshot_object(self, _check_id(snapshot_id, "snapshot_id"))
 
     def read_snapshot(self, snapshot_id: ObjectId) -> ReadSnapshot:
         """Decode a snapshot into fresh Python objects (state through its own codec)."""
-        return read_snapshot(self, snapshot_id, self.serializer)
+        return read_snapshot(self, _check_id(snapshot_id, "snapshot_id"), self.serializer)
 
     def read_state_bytes(self, snapshot_id: ObjectId) -> dict[str, bytes]:
         """Return a snapshot's state values as their stored, still-serialized bytes."""

@@ -26,7 +26,6 @@ from .durations import as_duration
 from .errors import (
     CorruptObject,
     DetachedHead,
-    InvalidRefName,
     InvalidRevision,
     MissingObject,
     RefConflict,
@@ -59,7 +58,6 @@ from .refs import (
     HEAD,
     TAG_PREFIX,
     branch_ref,
-    check_ref_name,
     full_branch_ref,
     short_name,
     tag_ref,
@@ -72,11 +70,10 @@ from .snapshot import (
     Snapshot,
     StoredMessages,
     WrittenSnapshot,
-    load_snapshot_object,
     read_snapshot,
     write_snapshot,
 )
-from .stores.base import ANY, Expected, RefUpdate, Store
+from .stores.base import Expected, RefUpdate, Store
 from .stores.memory import MemoryStore
 from .stores.sqlite import DB_FILENAME, Durability, SQLiteStore, read_config
 
@@ -797,27 +794,6 @@ class Repo:
         self._move_ref(ref, commit_id, current, f"reset: moving to {rev}")
         return _commit_from(commit_id, self._load_commit(commit_id))
 
-    def set_ref(
-        self,
-        name: str,
-        commit_id: str,
-        *,
-        expected: str | object | None = ANY,
-        reflog_message: str = "",
-    ) -> None:
-        """Point full ref ``name`` at ``commit_id`` with compare-and-swap against ``expected``."""
-        _check_str(name, "name")
-        if not name.startswith("refs/"):
-            raise InvalidRefName(name, f"set_ref needs a full ref name such as refs/heads/{name}")
-        check_ref_name(name)
-        target = _parse_id(commit_id, "commit_id")
-        self._load_commit(target)
-        want: Expected = (
-            expected if expected is ANY or expected is None else _parse_id(expected, "expected")
-        )
-        check_text(reflog_message, "reflog_message")
-        self._move_ref(name, target, want, reflog_message)
-
     def _move_ref(self, ref: str, new: ObjectId | None, expected: Expected, note: str) -> None:
         """Move one ref with compare-and-swap, safe against another process's gc."""
         self.refs.move(ref, new, expected, note)
@@ -841,63 +817,6 @@ class Repo:
             )
             for e in self._store.reflog(full)
         ]
-
-    # --- low-level building blocks (git mirror, merges, imports) --------------------
-
-    def write_snapshot(self, snapshot: Snapshot, *, state_codec: str | None = None) -> str:
-        """Store a snapshot's objects (no commit, no ref) and return its id."""
-        serializer = self.serializer
-        if state_codec is not None and state_codec != serializer.name:
-            from .serializers import serializer_for
-
-            serializer = serializer_for(state_codec, serializer)
-        if not isinstance(snapshot, Snapshot):
-            raise TypeError(f"snapshot must be a statevcs.Snapshot, got {type(snapshot).__name__}")
-        written = write_snapshot(self.objects, snapshot, serializer)
-        pending = self.objects.unknown(written.objects)
-        self._store.put_many(pending)
-        self.objects.mark_stored(pending)
-        return to_hex(written.snapshot_id)
-
-    def read_snapshot(self, snapshot_id: str) -> Snapshot:
-        """Read the snapshot with id ``snapshot_id``."""
-        return self._read(_parse_id(snapshot_id, "snapshot_id")).snapshot
-
-    def snapshot_codec(self, snapshot_id: str) -> str:
-        """Return the name of the serializer a snapshot's state was written with."""
-        return load_snapshot_object(self.objects, _parse_id(snapshot_id, "snapshot_id")).state_codec
-
-    def write_commit(
-        self,
-        snapshot_id: str,
-        parents: Sequence[str],
-        message: str = "",
-        *,
-        author: str | None = None,
-        timestamp: datetime | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> Commit:
-        """Store a commit object for an existing snapshot (no ref moves)."""
-        fields = _CommitFields.check(self, message, author, timestamp, metadata)
-        if isinstance(parents, (str, bytes)) or not isinstance(parents, Sequence):
-            raise TypeError(f"parents must be a list of commit ids, got {type(parents).__name__}")
-        snap = _parse_id(snapshot_id, "snapshot_id")
-        load_snapshot_object(self.objects, snap)
-        parent_ids = [_parse_id(p, "parents") for p in parents]
-        for parent in parent_ids:
-            self._load_commit(parent)
-        commit_id, encoded = fields.encode(snap, parent_ids)
-        self._store.put_many({commit_id: encoded})
-        self.objects.mark_stored([commit_id])
-        return _commit_from(commit_id, self._load_commit(commit_id))
-
-    def config_get(self, key: str) -> str | None:
-        """Return a repository config value (prefer ``repo.config.get``)."""
-        return self.config.get(key)
-
-    def config_set(self, key: str, value: str | None) -> None:
-        """Set (``None`` deletes) a repository config value (prefer ``repo.config.set``)."""
-        self.config.set(key, value)
 
     # --- diff, merge, mirror ----------------------------------------------------
 

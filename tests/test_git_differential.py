@@ -213,7 +213,7 @@ class Twin:
 
     def set_ref(self, name: str, rev: str) -> None:
         commit_id = self.repo.resolve(rev)
-        self.apply(f"set: {name}", lambda: self.repo.set_ref(name, commit_id))
+        self.apply(f"set: {name}", lambda: self.repo.refs.set(name, bytes.fromhex(commit_id)))
 
 
 def build_history(twin: Twin) -> dict[str, str]:

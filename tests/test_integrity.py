@@ -84,7 +84,7 @@ _SAME_CONTENT = textwrap.dedent(
     repo = Repo.open(sys.argv[1])
     snap = Snapshot(messages=[m, {"role": "assistant", "content": "z" * 300}],
                     extras={"last": m, "big": {"k": "v" * 500}}, state={"n": 1})
-    print(repo.write_snapshot(snap))
+    print(repo.objects.write_snapshot(snap).hex())
     """
 )
 
@@ -98,10 +98,10 @@ def test_snapshot_ids_are_the_same_from_warm_cold_and_other_processes(tmp_path: 
     snap = Snapshot(
         messages=[m, other], extras={"last": m, "big": {"k": "v" * 500}}, state={"n": 1}
     )
-    warm_id = warm.write_snapshot(snap)
+    warm_id = warm.objects.write_snapshot(snap).hex()
     cold = Repo.open(tmp_path / "r")
-    assert cold.write_snapshot(snap.model_copy(deep=True)) == warm_id
-    memory_id = Repo.init().write_snapshot(snap.model_copy(deep=True))
+    assert cold.objects.write_snapshot(snap.model_copy(deep=True)).hex() == warm_id
+    memory_id = Repo.init().objects.write_snapshot(snap.model_copy(deep=True)).hex()
     assert memory_id == warm_id
     out = subprocess.run(
         [sys.executable, "-c", _SAME_CONTENT, str(tmp_path / "r")],
@@ -328,7 +328,8 @@ def test_wrong_argument_types_raise_type_error_naming_the_argument() -> None:
         (lambda: repo.reflog(5), "ref"),  # type: ignore[arg-type]
         (lambda: list(repo.log(limit="a")), "limit"),  # type: ignore[arg-type]
         (lambda: repo.gc(grace=5), "grace"),  # type: ignore[arg-type]
-        (lambda: repo.read_snapshot(5), "snapshot_id"),  # type: ignore[arg-type]
+        (lambda: repo.show(5), "rev"),  # type: ignore[arg-type]
+        (lambda: repo.refs.set("refs/heads/x", "ab"), "commit_id"),  # type: ignore[arg-type]
         (lambda: repo.tag(b"v1"), "name"),  # type: ignore[arg-type]
         (lambda: repo.commit({}, branch=3), "branch"),  # type: ignore[arg-type]
     ]
@@ -340,14 +341,12 @@ def test_wrong_argument_types_raise_type_error_naming_the_argument() -> None:
 def test_bad_ids_and_durations_raise_statevcs_errors() -> None:
     repo = Repo.init()
     head = repo.commit({"n": 1})
-    with pytest.raises(statevcs.InvalidRevision, match="64 hex"):
-        repo.read_snapshot("xyz")
-    with pytest.raises(statevcs.InvalidRevision):
-        repo.snapshot_codec("zz" * 32)
-    with pytest.raises(statevcs.InvalidRevision):
-        repo.write_commit("nothex", [])
-    with pytest.raises(statevcs.InvalidRevision):
-        repo.set_ref("refs/heads/x", "12")
+    with pytest.raises(statevcs.RevisionError):
+        repo.show("xyz")
+    with pytest.raises(statevcs.RevisionError):
+        repo.get_commit("zz" * 32)
+    with pytest.raises(statevcs.MissingObject):
+        repo.refs.set("refs/heads/x", b"\x00" * 32)
     with pytest.raises(statevcs.InvalidDuration, match="2w"):
         repo.gc(grace="soon")
     assert repo.gc(grace="0").deleted == 0

@@ -179,7 +179,7 @@ def test_ref_names_that_cannot_be_stored_raise_before_reaching_the_store(
     for call in (
         lambda: repo.branch(name),
         lambda: repo.tag(name),
-        lambda: repo.set_ref("refs/heads/" + name, repo.resolve("main")),
+        lambda: repo.refs.set("refs/heads/" + name, bytes.fromhex(repo.resolve("main"))),
     ):
         with pytest.raises(InvalidRefName, match="lone surrogate"):
             call()

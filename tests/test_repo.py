@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 import sqlite3
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -237,17 +238,27 @@ def test_large_values_are_chunked_and_deduplicated(repo: Repo) -> None:
     assert repo.show("main~1").messages[0]["content"][0]["bytes"] == document
 
 
-def test_write_commit_and_set_ref_building_blocks(repo: Repo) -> None:
+def test_plumbing_containers_write_commits_and_move_refs(repo: Repo) -> None:
     a = repo.commit({"k": 1})
-    snapshot_id = repo.write_snapshot(statevcs.Snapshot(state={"k": 2}))
-    assert repo.read_snapshot(snapshot_id).state == {"k": 2}
-    assert repo.snapshot_codec(snapshot_id) == "json"
-    merge = repo.write_commit(snapshot_id, [a.id, a.id], "two parents")
-    repo.set_ref("refs/heads/main", merge.id, expected=a.id)
+    a_id = bytes.fromhex(a.id)
+    snapshot_id = repo.objects.write_snapshot(statevcs.Snapshot(state={"k": 2}))
+    assert repo.objects.read_snapshot(snapshot_id).snapshot.state == {"k": 2}
+    assert repo.objects.load_snapshot(snapshot_id).state_codec == "json"
+    merge_id = repo.objects.write_commit(
+        snapshot_id,
+        [a_id, a_id],
+        message="two parents",
+        author="me <me@example.com>",
+        timestamp=datetime.now(timezone.utc),
+    )
+    repo.refs.set("refs/heads/main", merge_id, expected=a_id)
     with pytest.raises(statevcs.RefConflict):
-        repo.set_ref("refs/heads/main", a.id, expected=a.id)
+        repo.refs.set("refs/heads/main", a_id, expected=a_id)
     assert repo.resolve("main^2") == a.id
-    merge_id = bytes.fromhex(merge.id)
+    with pytest.raises(statevcs.InvalidRefName):
+        repo.refs.set("main", a_id)  # a full name is required
+    with pytest.raises(TypeError, match="commit_id"):
+        repo.refs.set("refs/heads/x", a.id)  # type: ignore[arg-type]
     obj = decode(merge_id, repo.store.get_many([merge_id])[merge_id])
     assert isinstance(obj, CommitObject) and len(obj.parents) == 2
 

@@ -288,6 +288,12 @@ def _ops(
         text,
         WRONG_TYPES,
     )
+    # The plumbing containers take binary ids: real ones, wrong lengths, zeros, hex text.
+    raw_ids = st.one_of(
+        st.sampled_from([bytes.fromhex(i) for i in box.commit_ids + box.snapshot_ids]),
+        st.sampled_from([b"", b"\x00" * 32, b"\xff" * 31, b"\x01" * 33]),
+        ids,
+    )
     paths = st.sampled_from(
         [
             box.root / "mirror",
@@ -424,38 +430,40 @@ def _ops(
     @op("set_ref")
     def _set_ref() -> Any:
         name = draw(st.one_of(names, st.sampled_from(["refs/heads/x", "refs/tags/y", "refs/z"])))
-        target = draw(ids)
-        expected = draw(st.one_of(st.just(ANY), st.none(), ids))
+        target = draw(st.one_of(raw_ids, st.none()))
+        expected = draw(st.one_of(st.just(ANY), st.none(), raw_ids))
         message = draw(messages_text)
-        return ("name", "commit_id", "expected", "reflog_message"), lambda: repo.set_ref(
-            name, target, expected=expected, reflog_message=message
+        return ("name", "commit_id", "expected", "message"), lambda: repo.refs.set(
+            name, target, expected=expected, message=message
         )
 
     @op("write_commit")
     def _write_commit() -> Any:
-        snapshot_id = draw(ids)
-        parents = draw(st.one_of(st.lists(ids, max_size=2), WRONG_TYPES, text))
+        snapshot_id = draw(raw_ids)
+        parents = draw(st.one_of(st.lists(raw_ids, max_size=2), WRONG_TYPES, text))
         kwargs = {
             "author": draw(authors),
             "timestamp": draw(timestamps),
             "metadata": draw(metadata),
         }
         message = draw(messages_text)
-        return ("snapshot_id", "parents", "message", *kwargs), lambda: repo.write_commit(
-            snapshot_id, parents, message, **kwargs
+        return ("snapshot_id", "parents", "message", *kwargs), lambda: repo.objects.write_commit(
+            snapshot_id, parents, message=message, **kwargs
         )
 
     @op("write_snapshot")
     def _write_snapshot() -> Any:
         snapshot = _objects_to_commit(draw)
         codec = draw(st.sampled_from([None, "json", "msgpack", "pickle", "nope", 5]))
-        return ("snapshot", "state_codec"), lambda: repo.write_snapshot(snapshot, state_codec=codec)
+        return ("snapshot", "state_codec"), lambda: repo.objects.write_snapshot(
+            snapshot, state_codec=codec
+        )
 
-    for reader in ("read_snapshot", "snapshot_codec"):
+    for reader in ("read_snapshot", "load_snapshot"):
 
         def _snap(reader: str = reader) -> Any:
-            snapshot_id = draw(ids)
-            return ("snapshot_id",), lambda: getattr(repo, reader)(snapshot_id)
+            snapshot_id = draw(raw_ids)
+            return ("snapshot_id",), lambda: getattr(repo.objects, reader)(snapshot_id)
 
         table[reader] = _snap
 
@@ -471,8 +479,8 @@ def _ops(
         )
         value = draw(st.one_of(st.none(), text, surrogate_text, WRONG_TYPES))
         if draw(st.booleans()):
-            return ("key",), lambda: repo.config_get(key)
-        return ("key", "value"), lambda: repo.config_set(key, value)
+            return ("key",), lambda: repo.config.get(key)
+        return ("key", "value"), lambda: repo.config.set(key, value)
 
     @op("export_git")
     def _export() -> Any:

@@ -45,7 +45,7 @@ def test_export_git_to_a_path_with_a_nul_character_raises_a_statevcs_error(
 
 def test_config_get_with_a_lone_surrogate_raises_a_statevcs_error(small_repo: Repo) -> None:
     with pytest.raises((statevcs.StateVCSError, TypeError)):
-        small_repo.config_get("\ud800")
+        small_repo.config.get("\ud800")
 
 
 @pytest.mark.parametrize(("key", "value"), [("core.format", None), ("core.format", "")])
@@ -53,14 +53,14 @@ def test_config_set_cannot_make_the_repository_unopenable(
     small_repo: Repo, key: str, value: str | None
 ) -> None:
     with contextlib.suppress(statevcs.StateVCSError):
-        small_repo.config_set(key, value)
+        small_repo.config.set(key, value)
     assert small_repo.path is not None
     Repo.open(small_repo.path).close()
 
 
 def test_config_set_of_the_gc_generation_cannot_break_commits(small_repo: Repo) -> None:
     with contextlib.suppress(statevcs.StateVCSError):
-        small_repo.config_set("gc.generation", "x")
+        small_repo.config.set("gc.generation", "x")
     with contextlib.suppress(statevcs.StateVCSError):
         small_repo.commit({"a": 3}, message="three")
     assert small_repo.path is not None
