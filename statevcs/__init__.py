@@ -51,8 +51,8 @@ from .errors import (
     UnsupportedObject,
     UntrustedPayload,
 )
-from .gc import FsckReport, GCReport, RepoStats
-from .repo import Commit, OnConflict, ReflogRecord, Repo
+from .gc import FsckReport, GCReport, StatsReport
+from .repo import Commit, OnConflict, ReflogEntry, Repo
 from .revisions import AmbiguousRefWarning
 from .serializers import JSONSerializer, MsgpackSerializer, PickleSerializer, StateSerializer
 from .snapshot import Snapshot
@@ -88,10 +88,10 @@ __all__ = [
     "RefError",
     "RefExists",
     "RefNotFound",
-    "ReflogRecord",
+    "ReflogEntry",
     "RefsChanged",
     "Repo",
-    "RepoStats",
+    "StatsReport",
     "RepositoryError",
     "RepositoryExists",
     "RepositoryNotFound",

@@ -45,7 +45,7 @@ class FsckReport:
 
 
 @dataclass(frozen=True, slots=True)
-class RepoStats:
+class StatsReport:
     """Storage use, and what a full copy per commit would have cost."""
 
     objects: int
@@ -247,7 +247,7 @@ def check_repository(store: Store, db: ObjectDB) -> FsckReport:
     )
 
 
-def measure_repository(store: Store, db: ObjectDB) -> RepoStats:
+def measure_repository(store: Store, db: ObjectDB) -> StatsReport:
     """Count objects and bytes, and what one full copy per commit would have cost."""
     sizes = dict(store.iter_objects())
     commits: list[CommitObject] = []
@@ -309,7 +309,7 @@ def measure_repository(store: Store, db: ObjectDB) -> RepoStats:
                     naive += len(encode_doc(value.value))
                 else:
                     naive += item_size(value)
-    return RepoStats(
+    return StatsReport(
         objects=len(sizes),
         bytes_stored=sum(sizes.values()),
         commits=len(commits),
@@ -321,7 +321,7 @@ def measure_repository(store: Store, db: ObjectDB) -> RepoStats:
 __all__ = [
     "FsckReport",
     "GCReport",
-    "RepoStats",
+    "StatsReport",
     "check_repository",
     "collect_garbage",
     "mark_reachable",

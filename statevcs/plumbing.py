@@ -37,7 +37,7 @@ from .snapshot import (
     read_values,
     write_snapshot,
 )
-from .stores.base import ANY, Expected, ReflogEntry, RefUpdate, Store
+from .stores.base import ANY, Expected, RefUpdate, Store, StoredReflogEntry
 from .structures.maps import read_map
 
 
@@ -264,7 +264,7 @@ class Refs:
         """Point the stored ``HEAD`` at ``ref``, logging the move in ``HEAD``'s reflog."""
         self._store.set_symbolic("HEAD", ref, message=message)
 
-    def reflog(self, name: str) -> list[ReflogEntry]:
+    def reflog(self, name: str) -> list[StoredReflogEntry]:
         """Return how ``name`` moved, newest first."""
         return self._store.reflog(name)
 

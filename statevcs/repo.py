@@ -41,7 +41,7 @@ from .errors import (
 from .gc import (
     FsckReport,
     GCReport,
-    RepoStats,
+    StatsReport,
     check_repository,
     collect_garbage,
     measure_repository,
@@ -102,7 +102,7 @@ class Commit:
 
 
 @dataclass(frozen=True, slots=True)
-class ReflogRecord:
+class ReflogEntry:
     """One movement of a ref, newest first in :meth:`Repo.reflog`."""
 
     old: str | None
@@ -798,7 +798,7 @@ class Repo:
         """Move one ref with compare-and-swap, safe against another process's gc."""
         self.refs.move(ref, new, expected, note)
 
-    def reflog(self, ref: str = HEAD) -> list[ReflogRecord]:
+    def reflog(self, ref: str = HEAD) -> list[ReflogEntry]:
         """Return how ``ref`` (``HEAD``, a branch or a tag name) moved, newest first."""
         _check_str(ref, "ref")
         full = ref
@@ -809,7 +809,7 @@ class Repo:
             except UnknownRevision:
                 full = branch_ref(ref)
         return [
-            ReflogRecord(
+            ReflogEntry(
                 to_hex(e.old) if e.old else None,
                 to_hex(e.new) if e.new else None,
                 datetime.fromtimestamp(e.timestamp, tz=timezone.utc),
@@ -972,7 +972,7 @@ class Repo:
         """Re-hash every object and check every ref and reachable link; never raises early."""
         return check_repository(self.store, self.objects)
 
-    def stats(self) -> RepoStats:
+    def stats(self) -> StatsReport:
         """Count objects and bytes, and estimate what a full copy per commit would cost."""
         return measure_repository(self.store, self.objects)
 
@@ -1210,4 +1210,4 @@ class _Context:
             ) from exc
 
 
-__all__ = ["Commit", "FsckReport", "GCReport", "ReflogRecord", "Repo", "RepoStats"]
+__all__ = ["Commit", "FsckReport", "GCReport", "ReflogEntry", "Repo", "StatsReport"]

@@ -29,10 +29,10 @@ from collections.abc import Callable
 
 import pytest
 
-from .errors import RefConflict
+from .errors import RefConflict, RefError, RefsChanged, StaleCache
 from .hashing import ID_SIZE, ObjectId
 from .objects import Blob, encode_with_id
-from .stores.base import ANY, ReflogEntry, RefUpdate, Store
+from .stores.base import ANY, RefUpdate, Store, StoredReflogEntry
 
 MAIN = "refs/heads/main"
 FEATURE = "refs/heads/feature"
@@ -362,6 +362,46 @@ class StoreContract:
             assert store.list_refs() == before
             assert {name: store.reflog(name) for name in logs} == logs
 
+    def test_a_batch_naming_one_ref_twice_is_refused_whole(self, store: Store) -> None:
+        store.set_ref(MAIN, fake_id(1), message="one")
+        before, log = store.list_refs(), store.reflog(MAIN)
+        with pytest.raises(RefError, match="once"):
+            store.update_refs(
+                [
+                    RefUpdate(MAIN, fake_id(2), fake_id(1), "first"),
+                    RefUpdate(MAIN, fake_id(3), fake_id(2), "second"),
+                ],
+                make_objects(1, salt="twice"),
+            )
+        assert store.list_refs() == before and store.reflog(MAIN) == log
+        assert not store.has_many(make_objects(1, salt="twice"))
+
+    def test_a_stale_gc_generation_refuses_the_whole_write(self, store: Store) -> None:
+        generation = store.generation()
+        store.put_many(make_objects(1, salt="kept"))
+        store.delete_many(make_objects(1, salt="kept"))
+        assert store.generation() == generation + 1
+        objects = make_objects(2, salt="late")
+        with pytest.raises(StaleCache):
+            store.update_refs(
+                [RefUpdate(MAIN, fake_id(7), None, "late")], objects, generation=generation
+            )
+        assert store.get_ref(MAIN) is None and not store.has_many(objects)
+        store.update_refs(
+            [RefUpdate(MAIN, fake_id(7), None, "now")], objects, generation=generation + 1
+        )
+        assert store.get_ref(MAIN) == fake_id(7)
+
+    def test_delete_many_refuses_when_refs_moved_since_marking(self, store: Store) -> None:
+        objects = make_objects(2, salt="marked")
+        store.put_many(objects)
+        state = store.refs_state()
+        store.set_ref(MAIN, fake_id(8), message="a writer")
+        with pytest.raises(RefsChanged):
+            store.delete_many(objects, if_refs=state)
+        assert store.has_many(objects) == set(objects)
+        assert store.delete_many(objects, if_refs=store.refs_state()) == 2
+
     def test_update_refs_stores_the_objects_it_is_given(self, store: Store) -> None:
         objects = make_objects(6)
         commit = next(iter(objects))
@@ -398,9 +438,9 @@ class StoreContract:
                 message=f"step {step}",
             )
         assert store.reflog(MAIN) == [
-            ReflogEntry(fake_id(2), fake_id(3), 300.0, "step 3"),
-            ReflogEntry(fake_id(1), fake_id(2), 200.0, "step 2"),
-            ReflogEntry(None, fake_id(1), 100.0, "step 1"),
+            StoredReflogEntry(fake_id(2), fake_id(3), 300.0, "step 3"),
+            StoredReflogEntry(fake_id(1), fake_id(2), 200.0, "step 2"),
+            StoredReflogEntry(None, fake_id(1), 100.0, "step 1"),
         ]
 
     def test_log_also_records_the_same_move_in_other_reflogs(self, store: Store) -> None:

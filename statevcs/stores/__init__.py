@@ -1,7 +1,7 @@
 """Storage backends: the abstract :class:`Store` and its memory and SQLite implementations."""
 
-from .base import ANY, ReflogEntry, RefUpdate, Store
+from .base import ANY, RefUpdate, Store, StoredReflogEntry
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 
-__all__ = ["ANY", "MemoryStore", "RefUpdate", "ReflogEntry", "SQLiteStore", "Store"]
+__all__ = ["ANY", "MemoryStore", "RefUpdate", "StoredReflogEntry", "SQLiteStore", "Store"]

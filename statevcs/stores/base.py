@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from ..errors import RefError
 from ..hashing import ObjectId
 
 
@@ -33,7 +34,7 @@ RefsState = tuple[object, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class ReflogEntry:
+class StoredReflogEntry:
     """One movement of a ref: from ``old`` to ``new`` (``None`` = absent), when, and why."""
 
     old: ObjectId | None
@@ -51,6 +52,17 @@ class RefUpdate:
     expected: Expected = ANY
     message: str = ""
     log_also: Sequence[str] = ()
+
+
+def check_batch(updates: Sequence[RefUpdate]) -> None:
+    """Refuse a batch that names one ref twice (its outcome would depend on the order)."""
+    names = [u.name for u in updates]
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise RefError(
+            f"a batch of ref updates may move each ref once, but it names {', '.join(twice)} "
+            "more than once; combine the moves into one update"
+        )
 
 
 class Store(abc.ABC):
@@ -139,7 +151,7 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    def reflog(self, name: str) -> list[ReflogEntry]:
+    def reflog(self, name: str) -> list[StoredReflogEntry]:
         """Return the reflog of ``name``, newest first."""
 
     @abc.abstractmethod
@@ -183,4 +195,4 @@ class Store(abc.ABC):
         return time.time()
 
 
-__all__ = ["ANY", "Expected", "RefUpdate", "ReflogEntry", "RefsState", "Store"]
+__all__ = ["check_batch", "ANY", "Expected", "RefUpdate", "StoredReflogEntry", "RefsState", "Store"]

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from ..errors import RefConflict, RefsChanged, StaleCache
 from ..hashing import ObjectId
-from .base import ANY, ReflogEntry, RefsState, RefUpdate, Store
+from .base import ANY, RefsState, RefUpdate, Store, StoredReflogEntry, check_batch
 
 
 def _hex(value: ObjectId | None) -> str | None:
@@ -22,7 +22,7 @@ class MemoryStore(Store):
         self._objects: dict[ObjectId, tuple[bytes, float]] = {}
         self._refs: dict[str, ObjectId] = {}
         self._symbolic: dict[str, str] = {}
-        self._reflogs: dict[str, list[ReflogEntry]] = {}
+        self._reflogs: dict[str, list[StoredReflogEntry]] = {}
         self._config: dict[str, str] = {}
         self._generation = 0
         self._ref_changes = 0  # bumped by every change of a ref, symbolic ref or reflog
@@ -109,7 +109,7 @@ class MemoryStore(Store):
             self._refs.pop(name, None)
             self._ref_changes += 1
             if message:
-                entry = ReflogEntry(old, self._refs.get(target), self.now(), message)
+                entry = StoredReflogEntry(old, self._refs.get(target), self.now(), message)
                 self._reflogs.setdefault(name, []).append(entry)
 
     def update_refs(
@@ -120,6 +120,7 @@ class MemoryStore(Store):
         generation: int | None = None,
     ) -> None:
         """Store objects, then apply all compare-and-swaps atomically."""
+        check_batch(updates)
         with self._lock:
             if generation is not None and generation != self._generation:
                 raise StaleCache(generation, self._generation)
@@ -139,11 +140,11 @@ class MemoryStore(Store):
                 else:
                     self._refs[update.name] = update.new
                 self._symbolic.pop(update.name, None)
-                entry = ReflogEntry(old, update.new, now, update.message)
+                entry = StoredReflogEntry(old, update.new, now, update.message)
                 for log_name in (update.name, *update.log_also):
                     self._reflogs.setdefault(log_name, []).append(entry)
 
-    def reflog(self, name: str) -> list[ReflogEntry]:
+    def reflog(self, name: str) -> list[StoredReflogEntry]:
         """Return the reflog of ``name``, newest first."""
         with self._lock:
             return list(reversed(self._reflogs.get(name, [])))

@@ -22,7 +22,7 @@ from ..errors import (
     StoreError,
 )
 from ..hashing import ObjectId
-from .base import ANY, ReflogEntry, RefsState, RefUpdate, Store
+from .base import ANY, RefsState, RefUpdate, Store, StoredReflogEntry, check_batch
 
 DB_FILENAME = "statevcs.sqlite3"
 
@@ -376,6 +376,7 @@ class SQLiteStore(Store):
         generation: int | None = None,
     ) -> None:
         """Store objects and apply every compare-and-swap in one transaction."""
+        check_batch(updates)
         with self._write() as db:
             if generation is not None:
                 current_generation = self._generation(db)
@@ -431,7 +432,7 @@ class SQLiteStore(Store):
                 rows,
             )
 
-    def reflog(self, name: str) -> list[ReflogEntry]:
+    def reflog(self, name: str) -> list[StoredReflogEntry]:
         """Return the reflog of ``name``, newest first."""
         rows = self._query(
             "SELECT seq, old, new, ts, message FROM reflog WHERE name = ? "
@@ -440,7 +441,7 @@ class SQLiteStore(Store):
             (name, name),
         )
         return [
-            ReflogEntry(
+            StoredReflogEntry(
                 old if isinstance(old, bytes) else None,
                 new if isinstance(new, bytes) else None,
                 _timestamp(ts),
