@@ -8,6 +8,7 @@ live writers"), or pins a guarantee nothing else tested yet.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -213,3 +214,291 @@ def test_refs_set_refuses_a_commit_that_was_encoded_but_never_stored(small_repo:
 
 
 _ = dump_tables  # used by the tests below
+
+
+# --- HEAD: every move of the stored HEAD is in its reflog ------------------------------------
+
+
+def test_a_commit_racing_a_switch_to_its_branch_is_in_heads_reflog(tmp_path: Path) -> None:
+    folder = tmp_path / "repo"
+    with Repo.init(folder) as repo:
+        repo.commit({"messages": [], "x": 0}, message="C0")
+        repo.switch("dev", create=True)
+    a, b = Repo.open(folder), Repo.open(folder)
+    update = a.refs.update
+
+    def switch_first(*args: Any, **kwargs: Any) -> None:
+        # Another process makes ``main`` the default branch while A's commit is on its way.
+        if not switched:
+            switched.append(True)
+            b.switch("main")
+        update(*args, **kwargs)
+
+    switched: list[bool] = []
+    a.refs.update = switch_first  # type: ignore[method-assign]
+    commit = a.commit({"messages": [], "x": 5}, branch="main", message="A on main")
+    with Repo.open(folder) as fresh:
+        assert fresh.default_branch == "main"
+        assert fresh.resolve("HEAD") == commit.id
+        assert fresh.reflog("HEAD")[0].new == commit.id
+        assert fresh.resolve("HEAD@{0}") == commit.id
+
+
+def _head_log_chains(repo: Repo) -> None:
+    """HEAD's reflog is one unbroken chain ending at HEAD's value: no move went unlogged."""
+    log = repo.reflog("HEAD")
+    assert log, "HEAD's reflog is empty"
+    assert log[0].new == repo.resolve("HEAD")
+    for newer, older in itertools.pairwise(log):
+        assert newer.old == older.new, (newer, older)
+
+
+def test_no_operation_but_switch_moves_the_stored_head_and_every_move_is_logged(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("dulwich")
+    from statevcs.mirror.git import export_git, import_git
+
+    folder = tmp_path / "repo"
+    repo = Repo.init(folder)
+    repo.commit({"messages": [], "x": 0}, message="C0")
+    head_before = repo.refs.default_branch()
+    steps: list[tuple[str, Any]] = [
+        ("dict on b", lambda: repo.commit({"messages": [], "x": 1}, branch="b")),
+        ("snapshot on c", lambda: repo.commit(Snapshot(state={"y": 1}), branch="c")),
+        ("checkout b", lambda: repo.checkout({}, "b")),
+        ("checkout detached", lambda: repo.checkout({}, "b~1")),
+        ("branch", lambda: repo.branch("d", "b")),
+        ("tag", lambda: repo.tag("t", "c")),
+        ("reset b", lambda: repo.reset("b", "main")),
+        ("merge into main", lambda: repo.merge("main", "c")),
+        ("reset main", lambda: repo.reset("main", "main~1")),
+        ("commit main", lambda: repo.commit(Snapshot(state={"z": 1}), branch="main")),
+        ("delete d", lambda: repo.delete_branch("d")),
+        ("gc", lambda: repo.gc("0", expire_reflog="1w")),
+        ("export", lambda: export_git(repo, tmp_path / "mirror.git")),
+        ("import", lambda: import_git(repo, tmp_path / "mirror.git")),
+        (
+            "other process",
+            lambda: _python(
+                "from statevcs import Repo, Snapshot\n"
+                f"r = Repo.open({str(folder)!r})\n"
+                "r.commit({'messages': [], 'q': 1}, branch='e')\n"
+                "r.commit(Snapshot(state={'q': 2}), branch='main')\n"
+            ),
+        ),
+    ]
+    for name, step in steps:
+        step()
+        with Repo.open(folder) as fresh:
+            assert fresh.refs.default_branch() == head_before, name
+            _head_log_chains(fresh)
+    repo.close()
+    _assert_whole(folder)
+
+
+def test_a_fresh_dict_commits_to_the_branch_it_names_after_another_dict_went_elsewhere() -> None:
+    repo = Repo.init("memory://")
+    repo.commit({"messages": [], "x": 0}, message="C0")
+    repo.commit({"messages": [], "q": 1}, branch="e", message="one dict on e")
+    # A new dict, never checked out, and nobody else writes: it commits on main's tip.
+    commit = repo.commit({"messages": [], "q": 2}, branch="main", message="another dict on main")
+    assert repo.resolve("main") == commit.id
+
+
+# --- merges write all or nothing ---------------------------------------------------------------
+
+
+def test_a_conflicting_merge_on_commit_writes_nothing_at_all(
+    two_handles: tuple[Repo, Repo], repo_path: Path
+) -> None:
+    a, b = two_handles
+    ours, theirs = Snapshot(), Snapshot()
+    a.checkout(ours, "main")
+    b.checkout(theirs, "main")
+    theirs.state["x"] = 2
+    b.commit(theirs, message="B sets x")
+    before = dump_tables(repo_path / DB)
+    ours.state["x"] = 3
+    with pytest.raises(MergeConflict):
+        a.commit(ours, message="A sets x", on_conflict="merge")
+    assert dump_tables(repo_path / DB) == before
+    assert a.synced_commit(ours) != b.synced_commit(theirs)  # still stale: no silent reload
+    _assert_whole(repo_path)
+
+
+def test_a_merge_on_commit_redone_when_the_branch_moves_again_keeps_both_sides(
+    two_handles: tuple[Repo, Repo], repo_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import statevcs.merge
+
+    a, b = two_handles
+    ours, theirs = Snapshot(), Snapshot()
+    a.checkout(ours, "main")
+    b.checkout(theirs, "main")
+    theirs.state["x"] = 2
+    b.commit(theirs, message="B sets x")
+    real = statevcs.merge.merge_snapshots
+
+    def b_commits_again(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        if theirs.state.get("z") is None:
+            theirs.state["z"] = 3  # B moves the branch again while A is merging
+            b.commit(theirs, message="B sets z")
+        return result
+
+    monkeypatch.setattr(statevcs.merge, "merge_snapshots", b_commits_again)
+    ours.state["y"] = 1
+    merged = a.commit(ours, message="A sets y", on_conflict="merge")
+    with Repo.open(repo_path) as fresh:
+        assert fresh.resolve("main") == merged.id
+        assert fresh.show("main").state == {"x": 2, "y": 1, "z": 3}
+    assert ours.state == {"x": 2, "y": 1, "z": 3}
+    _assert_whole(repo_path)
+
+
+def test_a_merge_on_commit_that_conflicts_with_a_racing_commit_writes_nothing(
+    two_handles: tuple[Repo, Repo], repo_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import statevcs.merge
+
+    a, b = two_handles
+    ours, theirs = Snapshot(), Snapshot()
+    a.checkout(ours, "main")
+    b.checkout(theirs, "main")
+    theirs.state["x"] = 2
+    b.commit(theirs, message="B sets x")
+    real = statevcs.merge.merge_snapshots
+    before: list[dict[str, list[tuple[object, ...]]]] = []
+
+    def b_touches_our_key(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        if not before:
+            theirs.state["y"] = "B's"
+            b.commit(theirs, message="B sets y too")
+            before.append(dump_tables(repo_path / DB))
+        return result
+
+    monkeypatch.setattr(statevcs.merge, "merge_snapshots", b_touches_our_key)
+    ours.state["y"] = "A's"
+    with pytest.raises(MergeConflict):
+        a.commit(ours, message="A sets y", on_conflict="merge")
+    assert dump_tables(repo_path / DB) == before[0]
+    with Repo.open(repo_path) as fresh:
+        assert fresh.show("main").state == {"x": 2, "y": "B's"}
+
+
+def test_repo_merge_refuses_when_the_branch_moves_during_the_merge(
+    two_handles: tuple[Repo, Repo], repo_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import statevcs.repo
+
+    a, b = two_handles
+    side = Snapshot()
+    a.checkout(side, "main")
+    side.state["y"] = 1
+    a.commit(side, branch="side", message="y on side")
+    moved = Snapshot()
+    b.checkout(moved, "main")
+    moved.state["x"] = 2
+    b.commit(moved, message="x on main")
+    real = statevcs.repo.merge_snapshots
+
+    def b_commits(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        if "z" not in moved.state:
+            moved.state["z"] = 3
+            b.commit(moved, message="z on main, during the merge")
+        return result
+
+    monkeypatch.setattr(statevcs.repo, "merge_snapshots", b_commits)
+    with pytest.raises(RefConflict):
+        a.merge("main", "side")
+    with Repo.open(repo_path) as fresh:
+        assert fresh.show("main").state == {"x": 2, "z": 3}
+    _assert_whole(repo_path)
+
+
+# --- crash points: nothing half-written is reachable ------------------------------------------
+
+
+def test_a_crash_between_storing_objects_and_moving_the_ref_changes_nothing(
+    repo_path: Path,
+) -> None:
+    repo = Repo.open(repo_path)
+    snap = Snapshot(messages=_conversation(200), state={"big": "v" * 5000})
+    before = dump_tables(repo_path / DB)
+    store: Any = repo.store
+    insert = store._insert
+
+    def crash_after_insert(db: Any, objects: Any) -> int:
+        insert(db, objects)
+        raise OSError("power cut after the objects were written")
+
+    store._insert = crash_after_insert
+    with pytest.raises(OSError):
+        repo.commit(snap, message="lost")
+    assert dump_tables(repo_path / DB) == before
+    del store._insert
+    # The handle must not believe the rolled-back objects are stored.
+    snap.state["more"] = 1
+    repo.commit(snap, message="after the crash")
+    repo.close()
+    _assert_whole(repo_path)
+
+
+def test_a_failing_reflog_write_rolls_back_the_objects_and_the_ref(repo_path: Path) -> None:
+    import sqlite3
+
+    repo = Repo.open(repo_path)
+    before = dump_tables(repo_path / DB)
+    db = sqlite3.connect(repo_path / DB)
+    db.execute(
+        "CREATE TRIGGER boom BEFORE INSERT ON reflog BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+    )
+    db.commit()
+    snap = Snapshot(messages=_conversation(50))
+    with pytest.raises(StateVCSError):
+        repo.commit(snap, message="lost")
+    assert dump_tables(repo_path / DB) == before
+    db.execute("DROP TRIGGER boom")
+    db.commit()
+    db.close()
+    repo.commit(snap, message="after the disk was freed")
+    repo.close()
+    _assert_whole(repo_path)
+
+
+def test_a_gc_that_dies_between_delete_batches_leaves_every_branch_whole(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "repo"
+    repo = Repo.init(folder)
+    repo.commit({"messages": [], "x": 0}, message="C0")
+    for i in range(3):
+        repo.commit(Snapshot(messages=_conversation(600, f"b{i}-")), branch=f"b{i}")
+    keep = Snapshot(messages=_conversation(300, "keep"))
+    repo.commit(keep, branch="keep")
+    for i in range(3):
+        repo.delete_branch(f"b{i}")
+    store: Any = repo.store
+    delete = store.delete_many
+    calls: list[int] = []
+
+    def die_on_second_batch(ids: Any, **kwargs: Any) -> int:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the process is killed mid-gc
+        return int(delete(ids, **kwargs))
+
+    store.delete_many = die_on_second_batch
+    with pytest.raises(KeyboardInterrupt):
+        repo.gc("0")
+    assert len(calls) == 2
+    del store.delete_many
+    _assert_whole(folder)
+    keep.messages.append(_message("after the interrupted gc"))
+    repo.commit(keep, message="go on")
+    repo.gc("0")
+    repo.close()
+    _assert_whole(folder)
