@@ -11,6 +11,7 @@ import contextlib
 import itertools
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -502,3 +503,222 @@ def test_a_gc_that_dies_between_delete_batches_leaves_every_branch_whole(
     repo.gc("0")
     repo.close()
     _assert_whole(folder)
+
+
+# --- gc in other processes against live writers ------------------------------------------------
+
+_GC_LOOP = """
+import os, sys
+from pathlib import Path
+from statevcs import Repo
+folder, stop, progress = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+with Repo.open(folder) as repo:
+    sweeps = 0
+    while not stop.exists():
+        repo.gc("0", expire_reflog="0")
+        sweeps += 1
+        progress.with_suffix(".tmp").write_text(str(sweeps))
+        os.replace(progress.with_suffix(".tmp"), progress)
+print(sweeps)
+"""
+
+
+def test_gc_and_reflog_expiry_looping_in_another_process_never_break_live_writers(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "repo"
+    with Repo.init(folder) as repo:
+        repo.commit({"messages": [], "x": 0}, message="C0")
+    stop, progress = tmp_path / "stop", tmp_path / "sweeps"
+    collector = subprocess.Popen(
+        [sys.executable, "-c", _GC_LOOP, str(folder), str(stop), str(progress)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    seen = [0]
+
+    def after_a_sweep() -> None:
+        # Each step runs after at least one more complete sweep (mark, expire, delete).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            done = int(progress.read_text()) if progress.exists() else 0
+            if done > seen[0]:
+                seen[0] = done
+                return
+            time.sleep(0.005)
+        raise AssertionError("the collector made no progress")
+
+    try:
+        a, b = Repo.open(folder), Repo.open(folder)
+        agent = Snapshot(messages=_conversation(150, "agent"))  # lives across every sweep
+        a.commit(agent, branch="agent", message="start")
+        other = Snapshot()
+        a.checkout(other, "main")
+        for i in range(30):
+            after_a_sweep()
+            agent.messages.append(_message(f"turn {i}"))
+            agent.state["turn"] = i
+            a.commit(agent, message=f"turn {i}")
+            if i % 5 == 0:
+                # Another handle moves main; A's stale object merges after the sweeps.
+                theirs = Snapshot()
+                b.checkout(theirs, "main")
+                theirs.state[f"b{i}"] = i
+                b.commit(theirs, message=f"B {i}")
+                after_a_sweep()
+                other.state[f"a{i}"] = i
+                a.commit(other, message=f"A {i}", on_conflict="merge")
+            if i % 7 == 0:
+                a.branch(f"fork{i}", "agent")
+                b.reset("agent", "agent~1")  # history only the reflog kept, now expiring
+                after_a_sweep()
+                a.checkout(agent, "agent")
+    finally:
+        stop.touch()
+        out, _ = collector.communicate(timeout=120)
+    assert collector.returncode == 0
+    assert int(out.strip()) >= 30
+    a.close()
+    b.close()
+    _assert_whole(folder)
+    with Repo.open(folder) as fresh:
+        assert _texts(fresh.show("agent"))[-1] == "turn 29"
+        keys = {f"{w}{i}" for w in "ab" for i in range(0, 30, 5)}
+        assert keys <= set(fresh.show("main").state)
+
+
+def test_plumbing_objects_collected_before_their_ref_is_set_are_refused(
+    repo_path: Path,
+) -> None:
+    from datetime import datetime, timezone
+
+    repo = Repo.open(repo_path)
+    head = repo.refs.get("refs/heads/main")
+    assert head is not None
+    snapshot_id = repo.objects.write_snapshot(
+        Snapshot(messages=_conversation(120), state={"blob": "b" * 4000})
+    )
+    commit_id = repo.objects.write_commit(
+        snapshot_id,
+        [head],
+        message="plumbing",
+        author="tool <t@x>",
+        timestamp=datetime.now(timezone.utc),
+    )
+    _python(f"from statevcs import Repo\nRepo.open({str(repo_path)!r}).gc('0')\n")
+    with pytest.raises(StateVCSError):
+        repo.refs.set("refs/heads/main", commit_id, expected=head)
+    assert repo.refs.get("refs/heads/main") == head
+    _assert_whole(repo_path)
+    # Written again, the same commit can be published.
+    assert (
+        repo.objects.write_snapshot(
+            Snapshot(messages=_conversation(120), state={"blob": "b" * 4000})
+        )
+        == snapshot_id
+    )
+    again = repo.objects.write_commit(
+        snapshot_id,
+        [head],
+        message="plumbing",
+        author="tool <t@x>",
+        timestamp=datetime.now(timezone.utc),
+    )
+    repo.refs.set("refs/heads/main", again, expected=head)
+    repo.close()
+    _assert_whole(repo_path)
+
+
+# --- the conflict rule holds on every spelling and path ------------------------------------------
+
+
+def _stale_on_feat(folder: Path) -> tuple[Repo, Repo, Snapshot]:
+    with Repo.open(folder) as repo:
+        repo.branch("feat", "main")
+    a, b = Repo.open(folder), Repo.open(folder)
+    stale, theirs = Snapshot(), Snapshot()
+    a.checkout(stale, "feat")
+    b.checkout(theirs, "feat")
+    theirs.state["x"] = 2
+    b.commit(theirs, message="B on feat")
+    stale.state["y"] = 1
+    return a, b, stale
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "branch=feat",
+        "branch=refs/heads/feat",
+        "after A reloads another object",
+        "after A switches to feat",
+        "after A force-moves feat to itself",
+        "after B deletes feat",
+        "after B deletes feat, merging",
+    ],
+)
+def test_a_stale_object_never_overwrites_the_branch_it_synced_with(
+    repo_path: Path, how: str
+) -> None:
+    a, b, stale = _stale_on_feat(repo_path)
+    kwargs: dict[str, Any] = {}
+    if how.startswith("branch="):
+        kwargs["branch"] = how.removeprefix("branch=")
+    elif how == "after A reloads another object":
+        a.checkout(Snapshot(), "feat")
+    elif how == "after A switches to feat":
+        a.switch("feat")
+    elif how == "after A force-moves feat to itself":
+        a.branch("feat", "feat", force=True)
+    else:
+        b.delete_branch("feat")
+        if how.endswith("merging"):
+            kwargs["on_conflict"] = "merge"
+    before = dump_tables(repo_path / DB)
+    with pytest.raises(RefConflict):
+        a.commit(stale, message="stale", **kwargs)
+    assert dump_tables(repo_path / DB) == before
+
+
+# --- commit fields: bad input is a StateVCSError, and what commits exports validly --------------
+
+
+def test_a_timestamp_whose_zone_gives_an_impossible_offset_is_a_statevcs_error() -> None:
+    from datetime import datetime, timedelta, tzinfo
+
+    class ThirtyHours(tzinfo):
+        def utcoffset(self, dt: datetime | None) -> timedelta:
+            return timedelta(hours=30)
+
+        def dst(self, dt: datetime | None) -> timedelta:
+            return timedelta(0)
+
+    repo = Repo.init("memory://")
+    with pytest.raises(StateVCSError):
+        repo.commit({"messages": []}, timestamp=datetime(2020, 1, 1, tzinfo=ThirtyHours()))
+    assert repo.branches() == {}
+
+
+def test_a_commit_dated_before_1970_exports_a_commit_git_accepts(tmp_path: Path) -> None:
+    import shutil
+    from datetime import datetime, timezone
+
+    if shutil.which("git") is None:
+        pytest.skip("the git CLI is not installed; it is the judge of a valid git commit")
+    pytest.importorskip("dulwich")
+    from statevcs.mirror.git import export_git
+
+    repo = Repo.init(tmp_path / "repo")
+    moment = datetime(1969, 12, 31, tzinfo=timezone.utc)
+    try:
+        repo.commit({"messages": []}, message="old", timestamp=moment)
+    except StateVCSError:
+        return  # refusing the date at commit time keeps the promise too
+    export_git(repo, tmp_path / "mirror.git")
+    fsck = subprocess.run(
+        ["git", "-C", str(tmp_path / "mirror.git"), "fsck", "--strict"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert fsck.returncode == 0, fsck.stderr
