@@ -153,7 +153,7 @@ def test_a_snapshot_checked_out_by_one_handle_cannot_revert_work_through_another
         assert fresh.show("main").state == {"x": 2}
 
 
-def test_merging_on_conflict_keeps_messages_the_other_writer_dropped_dropped(
+def test_merging_on_conflict_does_not_restore_messages_the_other_writer_dropped(
     tmp_path: Path,
 ) -> None:
     folder = tmp_path / "repo"
@@ -173,7 +173,7 @@ def test_merging_on_conflict_keeps_messages_the_other_writer_dropped_dropped(
         assert _texts(fresh.show("main")) == ["1"]
 
 
-def test_merging_on_conflict_keeps_messages_this_writer_dropped_dropped(tmp_path: Path) -> None:
+def test_merging_on_conflict_does_not_restore_messages_this_writer_dropped(tmp_path: Path) -> None:
     folder = tmp_path / "repo"
     with Repo.init(folder) as repo:
         repo.commit(Snapshot(messages=[_message("1"), _message("undo me")]), message="C0")
@@ -212,9 +212,6 @@ def test_refs_set_refuses_a_commit_that_was_encoded_but_never_stored(small_repo:
     assert small_repo.fsck().ok
     assert small_repo.path is not None
     _assert_whole(small_repo.path)
-
-
-_ = dump_tables  # used by the tests below
 
 
 # --- HEAD: every move of the stored HEAD is in its reflog ------------------------------------
