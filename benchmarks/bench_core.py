@@ -7,6 +7,8 @@ SQLite repository, forks 10 branches of 10 turns from turn 500, and prints bytes
 written per commit, median commit time at several conversation lengths (full capture of a dict,
 and the incremental path an adapter enables), checkout time of ``main~k``, and the physical
 limits measured in the same run (msgpack + blake3 of the same messages, one SQLite transaction).
+Then the cost of committing a plain dict after appending one message at 100 and 100,000
+messages, and ``merge_base`` against ``log`` over the same 2,000 commits.
 """
 
 from __future__ import annotations
@@ -138,18 +140,20 @@ def commit_timing(folder: Path, lengths: list[int], samples: int) -> list[tuple[
     rows = []
     for length in lengths:
         base_messages = [m for i in range(length // 2) for m in turn(i)]
-        # Full capture of a plain dict: every message is encoded and hashed again.
+        # Full capture of a plain dict whose messages list is new each time: every message is
+        # encoded and hashed again.
+        # A new list each time, so nothing can vouch for an unchanged prefix.
         repo = statevcs.Repo.init(folder / f"full-{length}")
-        state: dict[str, Any] = {"messages": list(base_messages), "step": 0}
-        repo.commit(state, message="base")
+        messages = list(base_messages)
+        repo.commit({"messages": list(messages), "step": 0}, message="base")
         full = []
         for i in range(samples):
-            state["messages"].extend(turn(length + i))
-            state["step"] = i
+            messages.extend(turn(length + i))
+            state: dict[str, Any] = {"messages": list(messages), "step": i}
             start = time.perf_counter()
             repo.commit(state, message=f"turn {i}")
             full.append(time.perf_counter() - start)
-        limit = encode_hash_ms(state["messages"])
+        limit = encode_hash_ms(messages)
         repo.close()
         # Incremental: an adapter vouches for the unchanged prefix.
         repo = statevcs.Repo.init(folder / f"incr-{length}")
@@ -168,6 +172,59 @@ def commit_timing(folder: Path, lengths: list[int], samples: int) -> list[tuple[
     return rows
 
 
+def dict_commit_timing(folder: Path, lengths: list[int], samples: int) -> list[tuple[int, float]]:
+    """Median ``repo.commit(d)`` of a plain dict after appending one message, per length."""
+    rows = []
+    for length in lengths:
+        repo = statevcs.Repo.init(folder / f"dict-{length}")
+        state: dict[str, Any] = {
+            "messages": [m for i in range(length // 2) for m in turn(i)],
+            "step": 0,
+        }
+        repo.commit(state, message="base")
+        times = []
+        for i in range(samples):
+            state["messages"].append(turn(length + i)[0])
+            state["step"] = i
+            start = time.perf_counter()
+            repo.commit(state, message=f"message {i}")
+            times.append(time.perf_counter() - start)
+        repo.close()
+        rows.append((length, median_ms(times)))
+    return rows
+
+
+def history_timing(folder: Path, commits: int, rounds: int = 5) -> tuple[float, float]:
+    """Median ``merge_base`` and ``list(log)`` (ms) over a ``commits``-long first-parent line.
+
+    A side branch forks from the root commit, so the merge base is found only after walking
+    the whole line, the same commits ``log`` reads.
+    """
+    repo = statevcs.Repo.init(folder / "history")
+    conv = Conversation()
+    for i in range(commits):
+        conv.state["i"] = i
+        repo.commit(conv, message=f"c{i}")
+    root = list(repo.log("main"))[-1].id
+    repo.branch("side", rev=root)
+    side = Conversation()
+    repo.checkout(side, "side")
+    side.state["side"] = True
+    repo.commit(side, message="side")
+    bases, logs = [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        found = repo.merge_base("main", "side")
+        bases.append(time.perf_counter() - start)
+        assert found == root
+        start = time.perf_counter()
+        walked = list(repo.log("main"))
+        logs.append(time.perf_counter() - start)
+        assert len(walked) == commits
+    repo.close()
+    return median_ms(bases), median_ms(logs)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=1000)
@@ -177,6 +234,7 @@ def main() -> int:
     fork_at = turns // 2
     lengths = [100, 1000] if args.quick else [100, 1000, 10000]
     samples = 10 if args.quick else 30
+    dict_lengths = [100, 10_000] if args.quick else [100, 100_000]
 
     with tempfile.TemporaryDirectory(prefix="statevcs-bench-") as tmp:
         folder = Path(tmp)
@@ -245,10 +303,28 @@ def main() -> int:
                 f"  {incremental:>11.3f}"
             )
         base = rows[0][3]
-        print(f"incremental at {rows[-1][0]} / at {rows[0][0]}: {rows[-1][3] / base:.2f}x")
+        largest = rows[-1][3]
+        print(f"incremental at {rows[-1][0]} / at {rows[0][0]}: {largest / base:.2f}x")
         txn = sqlite_txn_ms(folder)
         print(f"one SQLite WAL transaction, 8 objects (same run): {txn:.3f} ms")
-        print(f"incremental commit / SQLite transaction: {base / txn:.2f}x")
+        print(f"incremental commit at {rows[-1][0]} / SQLite transaction: {largest / txn:.2f}x")
+        print()
+        print("== dict commit of one message: repo.commit(d) after d['messages'].append ==")
+        print("messages  median ms")
+        dict_rows = dict_commit_timing(folder, dict_lengths, samples)
+        for length, ms in dict_rows:
+            print(f"{length:>8}  {ms:>9.3f}")
+        print(
+            f"dict commit at {dict_rows[-1][0]:,} / at {dict_rows[0][0]:,}: "
+            f"{dict_rows[-1][1] / dict_rows[0][1]:.2f}x"
+        )
+        print()
+        history = 200 if args.quick else 2000
+        base_ms, log_ms = history_timing(folder, history)
+        print(f"== history over {history:,} commits (ms) ==")
+        print(f"merge_base (fork at the root)  {base_ms:.2f}")
+        print(f"list(log)                      {log_ms:.2f}")
+        print(f"merge_base / log               {base_ms / log_ms:.2f}x")
         print()
         print("== checkout of main~k into a fresh object (ms) ==")
         print("k      messages  time")

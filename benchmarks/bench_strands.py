@@ -10,7 +10,9 @@ Runs one deterministic conversation (``--turns``, default 1,000) through two per
 and prints, for full history (``NullConversationManager``) and for Strands' default sliding
 window: bytes on disk, files, the median per-turn persistence overhead over the first and the last
 50 turns, and the time to restore the latest state and the state after turn 10 into a fresh agent.
-It also prints the msgpack size of the distinct messages, the floor any store must pay.
+It also prints the msgpack size of the distinct messages, the floor any store must pay, and
+(``--scenario micro``) ``repo.commit(agent)`` of one new message at 100 and 100,000 messages and
+a cold checkout of 10,000 messages into an ``Agent`` against one into a dict.
 
     python benchmarks/bench_strands.py                 # 1,000 turns (about a minute)
     python benchmarks/bench_strands.py --turns 200     # quick run
@@ -463,6 +465,64 @@ def run_scenario(
     return rows
 
 
+def _big_messages(count: int) -> list[dict[str, Any]]:
+    """``count`` Strands-shaped messages (user prompts and assistant replies alternating)."""
+    return [
+        {"role": "user", "content": [{"text": user_prompt(i)}]}
+        if i % 2 == 0
+        else {"role": "assistant", "content": [{"text": assistant_text(i)}]}
+        for i in range(count)
+    ]
+
+
+def agent_commit_cost(folder: Path, count: int, samples: int = 50) -> float:
+    """Median ``repo.commit(agent)`` after appending one message to ``count`` messages."""
+    agent = make_agent(NullConversationManager())
+    agent.messages = _big_messages(count)
+    with statevcs.Repo.init(folder) as repo:
+        repo.commit(agent, "base")
+        times = []
+        for index in range(samples):
+            agent.messages.append({"role": "user", "content": [{"text": f"probe {index}"}]})
+            start = time.perf_counter()
+            repo.commit(agent, "probe")
+            times.append(time.perf_counter() - start)
+    shutil.rmtree(folder, ignore_errors=True)
+    return statistics.median(times)
+
+
+def checkout_cost(folder: Path, count: int, rounds: int = 5) -> tuple[float, float]:
+    """Median cold checkout (seconds) of a ``count``-message agent commit: into an Agent, a dict."""
+    agent = make_agent(NullConversationManager())
+    agent.messages = _big_messages(count)
+    with statevcs.Repo.init(folder) as repo:
+        repo.commit(agent, "base", branch="main")
+    into_agent, into_dict = [], []
+    for _ in range(rounds):
+        for target, times in ((make_agent(NullConversationManager()), into_agent), ({}, into_dict)):
+            with statevcs.Repo.open(folder) as cold:  # no warm in-process caches
+                start = time.perf_counter()
+                cold.checkout(target, "main")
+                times.append(time.perf_counter() - start)
+    shutil.rmtree(folder, ignore_errors=True)
+    return statistics.median(into_agent), statistics.median(into_dict)
+
+
+def run_micro(folder: Path, large: int) -> None:
+    """Print the per-commit cost at 100 and ``large`` messages and the checkout comparison."""
+    folder.mkdir(parents=True, exist_ok=True)
+    small_cost = agent_commit_cost(folder / "commit-small", 100)
+    large_cost = agent_commit_cost(folder / "commit-large", large)
+    print("\n## repo.commit(agent) of one new message, and checkout into an Agent\n")
+    print(f"- commit at 100 messages:      {small_cost * 1e3:.3f} ms")
+    print(f"- commit at {large:,} messages: {large_cost * 1e3:.3f} ms")
+    print(f"- commit at {large:,} / at 100: {large_cost / small_cost:.2f}x")
+    to_agent, to_dict = checkout_cost(folder / "checkout", 10_000)
+    print(f"- checkout of 10,000 messages into an Agent: {to_agent * 1e3:.1f} ms")
+    print(f"- checkout of 10,000 messages into a dict:   {to_dict * 1e3:.1f} ms")
+    print(f"- Agent / dict: {to_agent / to_dict:.2f}x")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run both scenarios, print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -471,9 +531,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument(
         "--scenario",
-        choices=("all", "full", "window"),
+        choices=("all", "full", "window", "micro"),
         default="all",
-        help="full history, sliding window, or both (default)",
+        help="full history, sliding window, the per-commit and checkout micro benchmarks "
+        "(micro), or all (default)",
+    )
+    parser.add_argument(
+        "--large",
+        type=int,
+        default=100_000,
+        help="conversation length of the large per-commit micro benchmark (default 100,000)",
     )
     args = parser.parse_args(argv)
     if args.turns < 20:
@@ -495,6 +562,8 @@ def main(argv: list[str] | None = None) -> int:
                 args.turns,
                 SlidingWindowConversationManager,
             )
+        if args.scenario in ("all", "micro"):
+            run_micro(root / "micro", args.large)
     finally:
         if not args.keep and args.dir is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -16,6 +16,7 @@ from contextvars import ContextVar
 from importlib import metadata
 from typing import Any, Protocol, runtime_checkable
 
+from . import tracking
 from .errors import UnsupportedObject
 from .snapshot import Snapshot
 
@@ -79,6 +80,30 @@ def acting_for(repo: object) -> Iterator[None]:
         yield
     finally:
         _current_repo.reset(token)
+
+
+_current_sync: ContextVar[object | None] = ContextVar("statevcs_current_sync", default=None)
+
+
+def current_sync() -> object | None:
+    """Return the commit the repository last synced the object with, during ``unchanged_prefix``
+    and ``mark_synced`` (an opaque token; ``None`` outside them).
+
+    An incremental adapter that keeps its record on something other than the object itself
+    (the built-in dict adapter keeps it on the messages list) compares it with the token it
+    saw at ``mark_synced``, so that it never vouches for messages synced as another commit.
+    """
+    return _current_sync.get()
+
+
+@contextmanager
+def syncing(commit: object) -> Iterator[None]:
+    """Make :func:`current_sync` return ``commit`` inside the ``with`` block (the repo's job)."""
+    token = _current_sync.set(commit)
+    try:
+        yield
+    finally:
+        _current_sync.reset(token)
 
 
 ENTRY_POINT_GROUP = "statevcs.adapters"
@@ -197,6 +222,9 @@ def adapter_for(obj: object) -> Adapter:
 
 # --- transient keys -----------------------------------------------------------
 
+# Keyed by id(): a weakly referenceable object is held through a weak reference whose callback
+# drops the entry when the object dies; any other object (a plain dict) is held strongly until
+# transient_clear(obj), because an id() may be reused once its object is gone.
 _transient: dict[int, tuple[Any, set[str]]] = {}
 _lock = threading.RLock()
 
@@ -204,17 +232,24 @@ _lock = threading.RLock()
 def transient(obj: Any, *keys: str) -> None:
     """Mark state keys of ``obj`` as runtime-only: never committed, kept across checkouts.
 
-    Use it for values such as database connections or API clients. For objects that cannot be
-    weakly referenced (a plain ``dict``) statevcs keeps a reference to the object for as long as
-    it has transient keys; call ``transient_clear(obj)`` to release it.
+    Use it for values such as database connections or API clients. An object that can be
+    weakly referenced (an agent, a ``Snapshot``) is not kept alive by this: its transient keys
+    are forgotten when it is collected. A plain ``dict`` cannot be weakly referenced, so
+    statevcs keeps a reference to it for as long as it has transient keys: call
+    ``transient_clear(obj)`` when you are done with it to release it.
     """
     with _lock:
         entry = _transient.get(id(obj))
+        if entry is not None and _target(entry[0]) is not obj:
+            entry = None  # a dead object's id, reused
         if entry is None:
             key = id(obj)
 
             def forget(_ref: object, key: int = key) -> None:
-                _transient.pop(key, None)
+                with _lock:
+                    current = _transient.get(key)
+                    if current is not None and current[0] is _ref:
+                        del _transient[key]
 
             try:
                 holder: Any = weakref.ref(obj, forget)
@@ -225,27 +260,39 @@ def transient(obj: Any, *keys: str) -> None:
         entry[1].update(keys)
 
 
+def _target(holder: Any) -> Any:
+    return holder() if isinstance(holder, weakref.ref) else holder
+
+
 def transient_keys(obj: Any) -> frozenset[str]:
     """Return the state keys marked runtime-only on ``obj``."""
     entry = _transient.get(id(obj))
     if entry is None:
         return frozenset()
     holder, keys = entry
-    target = holder() if isinstance(holder, weakref.ref) else holder
-    return frozenset(keys) if target is obj else frozenset()
+    return frozenset(keys) if _target(holder) is obj else frozenset()
 
 
 def transient_clear(obj: Any) -> None:
-    """Forget every transient key of ``obj``."""
+    """Forget every transient key of ``obj`` (and release it, for a plain ``dict``)."""
     with _lock:
-        _transient.pop(id(obj), None)
+        entry = _transient.get(id(obj))
+        if entry is not None and _target(entry[0]) is obj:
+            del _transient[id(obj)]
 
 
 # --- built-in adapters ----------------------------------------------------------
 
 
 class DictAdapter:
-    """Plain dicts: the ``"messages"`` list (when present) is the conversation, the rest state."""
+    """Plain dicts: the ``"messages"`` list (when present) is the conversation, the rest state.
+
+    Incremental: after a commit or checkout ``obj["messages"]`` is a
+    :class:`~statevcs.tracking.TrackedMessages` list (equal in content to the list it replaces)
+    that records changes, so the next commit encodes only messages appended or changed since.
+    Keep working through ``obj["messages"]``: a reference to the list you passed before the
+    first commit no longer reaches the dict.
+    """
 
     kind = "dict"
 
@@ -256,6 +303,7 @@ class DictAdapter:
         extras: dict[str, Any] = {}
         if messages is None:
             messages = []
+            tracking.begin(obj, current_repo(), [])
             # Absent and None are different states: both come back as they were.
             extras[_NO_MESSAGES if MESSAGES_KEY not in obj else _NULL_MESSAGES] = True
         elif not isinstance(messages, list):
@@ -263,6 +311,8 @@ class DictAdapter:
                 f"state['messages'] is a {type(messages).__name__}; it must be a list of "
                 "message dicts (rename the key if it holds something else)"
             )
+        else:
+            tracking.begin(obj, current_repo(), [messages])
         state = {k: v for k, v in obj.items() if k != MESSAGES_KEY and k not in skip}
         return Snapshot.model_construct(
             kind=self.kind, messages=messages, state=state, extras=extras
@@ -275,18 +325,42 @@ class DictAdapter:
         if snapshot.extras.get(_NULL_MESSAGES):
             obj[MESSAGES_KEY] = None
         elif not snapshot.extras.get(_NO_MESSAGES):
-            obj[MESSAGES_KEY] = snapshot.messages
+            messages = tracking.new_tracked(snapshot.messages)
+            obj[MESSAGES_KEY] = messages
+            tracking.restored(obj, current_repo(), [messages])
         obj.update(snapshot.state)
         obj.update(keep)
 
+    def unchanged_prefix(self, obj: dict[str, Any]) -> int | None:
+        """Leading messages unchanged since the last commit or checkout (``None``: all new)."""
+        return tracking.unchanged_prefix(obj, current_repo(), current_sync())
+
+    def mark_synced(self, obj: dict[str, Any]) -> None:
+        """Start tracking ``obj["messages"]`` as what the repository now holds."""
+        messages = obj.get(MESSAGES_KEY)
+        if isinstance(messages, list):
+            tracking.finish(
+                obj,
+                current_repo(),
+                [messages],
+                lambda _index, tracked: obj.__setitem__(MESSAGES_KEY, tracked),
+                commit=current_sync(),
+            )
+
 
 class SnapshotAdapter:
-    """``statevcs.Snapshot`` objects are committed as they are."""
+    """``statevcs.Snapshot`` objects are committed as they are.
+
+    Incremental like :class:`DictAdapter`: after a commit or checkout ``obj.messages`` is a
+    :class:`~statevcs.tracking.TrackedMessages` list.
+    """
 
     kind = "snapshot"
 
     def capture(self, obj: Snapshot) -> Snapshot:
         """Return the snapshot itself, without transient state keys."""
+        if isinstance(obj.messages, list):
+            tracking.begin(obj, current_repo(), [obj.messages])
         skip = transient_keys(obj)
         if not skip:
             return obj
@@ -299,9 +373,26 @@ class SnapshotAdapter:
         """Overwrite the snapshot's fields in place, keeping transient state keys."""
         keep = {k: obj.state[k] for k in transient_keys(obj) if k in obj.state}
         obj.kind = snapshot.kind
-        obj.messages = snapshot.messages
+        messages = tracking.new_tracked(snapshot.messages)
+        obj.messages = messages
+        tracking.restored(obj, current_repo(), [messages])
         obj.state = {**snapshot.state, **keep}
         obj.extras = snapshot.extras
+
+    def unchanged_prefix(self, obj: Snapshot) -> int | None:
+        """Leading messages unchanged since the last commit or checkout (``None``: all new)."""
+        return tracking.unchanged_prefix(obj, current_repo(), current_sync())
+
+    def mark_synced(self, obj: Snapshot) -> None:
+        """Start tracking ``obj.messages`` as what the repository now holds."""
+        if isinstance(obj.messages, list):
+            tracking.finish(
+                obj,
+                current_repo(),
+                [obj.messages],
+                lambda _index, tracked: setattr(obj, "messages", tracked),
+                commit=current_sync(),
+            )
 
 
 register_adapter(dict, DictAdapter())
@@ -318,6 +409,8 @@ __all__ = [
     "acting_for",
     "adapter_for",
     "current_repo",
+    "current_sync",
+    "syncing",
     "register_adapter",
     "transient",
     "unregister_adapter",

@@ -18,6 +18,7 @@ from .adapters import (
     AdapterRegistry,
     IncrementalAdapter,
     acting_for,
+    syncing,
     transient_keys,
 )
 from .commitfields import canonical_metadata, check_text, copy_tree, timestamp_us
@@ -426,7 +427,8 @@ class Repo:
         previous = sync.messages if sync is not None else None
         if previous is None or not isinstance(adapter, IncrementalAdapter):
             return None
-        keep = adapter.unchanged_prefix(obj)
+        with syncing(sync.commit if sync is not None else None):
+            keep = adapter.unchanged_prefix(obj)
         if keep is None:
             return None
         return MessageBase(previous, int(keep))
@@ -555,7 +557,8 @@ class Repo:
     def _after_write(self, obj: Any, adapter: Adapter, sync: _Sync) -> None:
         self._set_sync(obj, sync)
         if isinstance(adapter, IncrementalAdapter):
-            adapter.mark_synced(obj)
+            with syncing(sync.commit):
+                adapter.mark_synced(obj)
 
     def _commit_merging(
         self,

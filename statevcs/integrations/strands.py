@@ -32,7 +32,6 @@ See ``docs/strands.md`` for the full rule and its caveats.
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import threading
 import weakref
@@ -64,7 +63,8 @@ from strands.multiagent.swarm import Swarm
 from strands.session import SessionManager
 from strands.types.content import Message
 
-from ..adapters import current_repo, register_adapter, transient_keys
+from .. import tracking
+from ..adapters import current_repo, current_sync, register_adapter, transient_keys
 from ..errors import (
     MergeConflict,
     RefConflict,
@@ -76,6 +76,7 @@ from ..errors import (
 from ..hashing import to_hex
 from ..refs import branch_ref, check_short_name, short_name
 from ..snapshot import Snapshot
+from ..tracking import TrackedDict, TrackedList, TrackedMessages
 
 if TYPE_CHECKING:
     from strands.types._snapshot import SnapshotField
@@ -114,396 +115,6 @@ _SCHEMA_VERSION = "1.0"
 _FIELDS_KEY = "fields"
 _NODES_KEY = "nodes"
 _ORCHESTRATORS_KEY = "orchestrators"
-
-
-# --- change tracking for committed messages ------------------------------------------------------
-
-_UNCHANGED = 1 << 62
-_scan = threading.local()
-
-
-class _Guard:
-    """Reports in-place edits of one committed message to the record that committed it."""
-
-    __slots__ = ("index", "record")
-
-    def __init__(self, record: weakref.ref[_Record], index: int) -> None:
-        self.record = record
-        self.index = index
-
-    def touch(self) -> None:
-        record = self.record()
-        if record is not None:
-            record.touches += 1
-            if self.index < record.dirty_from:
-                record.dirty_from = self.index
-
-
-class TrackedDict(dict[Any, Any]):
-    """A ``dict`` that tells statevcs when it changes (committed Strands messages use it).
-
-    It behaves as a plain ``dict`` (``isinstance(x, dict)``, ``==``, JSON, msgpack); copies,
-    deep copies and pickles of it are plain dicts.
-    """
-
-    __slots__ = ("_guard",)
-    _guard: _Guard
-
-    def __eq__(self, other: object) -> bool:
-        if getattr(_scan, "identity", False):
-            return self is other
-        return dict.__eq__(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        if getattr(_scan, "identity", False):
-            return self is not other
-        return dict.__ne__(self, other)
-
-    __hash__ = None
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self._guard.touch()
-        dict.__setitem__(self, key, value)
-
-    def __delitem__(self, key: Any) -> None:
-        self._guard.touch()
-        dict.__delitem__(self, key)
-
-    def __ior__(self, other: Any) -> TrackedDict:  # type: ignore[misc]
-        self._guard.touch()
-        dict.update(self, other)
-        return self
-
-    def clear(self) -> None:
-        """Remove every item."""
-        self._guard.touch()
-        dict.clear(self)
-
-    def pop(self, *args: Any) -> Any:
-        """Remove a key and return its value."""
-        self._guard.touch()
-        return dict.pop(self, *args)
-
-    def popitem(self) -> tuple[Any, Any]:
-        """Remove and return the last item."""
-        self._guard.touch()
-        return dict.popitem(self)
-
-    def setdefault(self, key: Any, default: Any = None) -> Any:
-        """Return ``self[key]``, inserting ``default`` first if missing."""
-        if key not in self:
-            self._guard.touch()
-        return dict.setdefault(self, key, default)
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        """Update from a mapping or pairs."""
-        self._guard.touch()
-        dict.update(self, *args, **kwargs)
-
-    def __copy__(self) -> dict[Any, Any]:
-        return dict(self)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
-        result: dict[Any, Any] = {}
-        memo[id(self)] = result
-        for key, value in self.items():
-            result[copy.deepcopy(key, memo)] = copy.deepcopy(value, memo)
-        return result
-
-    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
-        return (dict, (dict(self),))
-
-
-class TrackedList(list[Any]):
-    """A ``list`` that tells statevcs when it changes (see :class:`TrackedDict`)."""
-
-    __slots__ = ("_guard",)
-    _guard: _Guard
-
-    def __eq__(self, other: object) -> bool:
-        if getattr(_scan, "identity", False):
-            return self is other
-        return list.__eq__(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        if getattr(_scan, "identity", False):
-            return self is not other
-        return list.__ne__(self, other)
-
-    __hash__ = None
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        self._guard.touch()
-        list.__setitem__(self, index, value)
-
-    def __delitem__(self, index: Any) -> None:
-        self._guard.touch()
-        list.__delitem__(self, index)
-
-    def __iadd__(self, other: Any) -> TrackedList:  # type: ignore[misc]
-        self._guard.touch()
-        list.extend(self, other)
-        return self
-
-    def __imul__(self, count: Any) -> TrackedList:  # type: ignore[misc]
-        self._guard.touch()
-        list.__imul__(self, count)
-        return self
-
-    def append(self, value: Any) -> None:
-        """Append ``value``."""
-        self._guard.touch()
-        list.append(self, value)
-
-    def extend(self, values: Any) -> None:
-        """Append every item of ``values``."""
-        self._guard.touch()
-        list.extend(self, values)
-
-    def insert(self, index: Any, value: Any) -> None:
-        """Insert ``value`` before ``index``."""
-        self._guard.touch()
-        list.insert(self, index, value)
-
-    def pop(self, index: Any = -1) -> Any:
-        """Remove and return the item at ``index``."""
-        self._guard.touch()
-        return list.pop(self, index)
-
-    def remove(self, value: Any) -> None:
-        """Remove the first occurrence of ``value``."""
-        self._guard.touch()
-        list.remove(self, value)
-
-    def clear(self) -> None:
-        """Remove every item."""
-        self._guard.touch()
-        list.clear(self)
-
-    def sort(self, *args: Any, **kwargs: Any) -> None:
-        """Sort in place."""
-        self._guard.touch()
-        list.sort(self, *args, **kwargs)
-
-    def reverse(self) -> None:
-        """Reverse in place."""
-        self._guard.touch()
-        list.reverse(self)
-
-    def __copy__(self) -> list[Any]:
-        return list(self)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
-        result: list[Any] = []
-        memo[id(self)] = result
-        result.extend(copy.deepcopy(value, memo) for value in self)
-        return result
-
-    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
-        return (list, (list(self),))
-
-
-_LEAVES = frozenset({str, int, float, bool, bytes, type(None)})
-
-
-def _track(value: Any, guard: _Guard) -> Any:
-    """Return a copy of ``value`` whose dicts and lists report edits to ``guard``."""
-    kind = type(value)
-    if kind in _LEAVES:
-        return value
-    if kind is dict or isinstance(value, dict):
-        # dict.__init__ fills the subclass directly, bypassing the tracking __setitem__.
-        tracked_dict = TrackedDict({key: _track(item, guard) for key, item in value.items()})
-        tracked_dict._guard = guard
-        return tracked_dict
-    if kind is list or isinstance(value, list):
-        tracked_list = TrackedList([_track(item, guard) for item in value])
-        tracked_list._guard = guard
-        return tracked_list
-    if isinstance(value, tuple):
-        return tuple(_track(item, guard) for item in value)
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)  # a mutable buffer could change unseen; bytes cannot
-    return value
-
-
-def _identity_prefix(live: Sequence[Any], synced: Sequence[Any]) -> int:
-    """Length of the longest prefix where both lists hold the very same objects."""
-    limit = min(len(live), len(synced))
-    left = live if len(live) == limit else live[:limit]
-    right = synced if len(synced) == limit else synced[:limit]
-    # list == list skips identical items without touching them (a pointer comparison each);
-    # while _scan.identity is set, tracked containers compare equal only to themselves.
-    _scan.identity = True
-    try:
-        if left == right:
-            return limit
-    finally:
-        _scan.identity = False
-    for index in range(limit):
-        if live[index] is not synced[index]:
-            return index
-    return limit
-
-
-@dataclass
-class _Pending:
-    thread: int
-    keep: int | None
-    start: int
-    new: list[Any]
-    touches: int
-    state: dict[str, Any] | None = None
-    extras: dict[str, Any] | None = None
-
-
-@dataclass(eq=False)
-class _Record:
-    ref: weakref.ref[Any]
-    repo: weakref.ref[Any]
-    synced: list[Any] | None = None
-    state: dict[str, Any] | None = None
-    extras: dict[str, Any] | None = None
-    dirty_from: int = _UNCHANGED
-    touches: int = 0
-    pending: _Pending | None = None
-    self_ref: weakref.ref[_Record] | None = None
-
-    def guard(self, index: int) -> _Guard:
-        if self.self_ref is None:
-            self.self_ref = weakref.ref(self)
-        return _Guard(self.self_ref, index)
-
-    def distrust(self) -> None:
-        self.synced = self.state = self.extras = None
-        self.dirty_from = _UNCHANGED
-
-
-class _SyncTracker:
-    """Per live object and repository: the message objects last synced, and edits since.
-
-    After a commit the new messages in the live list are swapped for tracked copies
-    (:class:`TrackedDict`/:class:`TrackedList`, equal in content) whose every mutating method
-    records the lowest edited index. A commit then vouches for the longest prefix that still holds
-    the very same message objects (a pointer comparison per message) and lies below the lowest
-    edited index. Records are kept per repository, because each repository remembers its own
-    last sync of the object.
-    """
-
-    def __init__(self) -> None:
-        self._records: dict[tuple[int, int], _Record] = {}
-        self._lock = threading.Lock()
-
-    def record(self, obj: Any, repo: Any, create: bool = True) -> _Record | None:
-        """The record of ``obj`` in ``repo`` (created if asked; never without a repository)."""
-        if repo is None:
-            return None
-        key = (id(obj), id(repo))
-        with self._lock:
-            record = self._records.get(key)
-            if record is not None and record.ref() is obj and record.repo() is repo:
-                return record
-            if not create:
-                return None
-
-            def forget(_ref: object, key: tuple[int, int] = key) -> None:
-                self._records.pop(key, None)
-
-            record = _Record(weakref.ref(obj, forget), weakref.ref(repo, forget))
-            self._records[key] = record
-            return record
-
-    def capture(self, obj: Any, repo: Any, live: list[Any]) -> None:
-        """Note a capture of ``live`` (``obj``'s messages, back to back) for ``repo``."""
-        record = self.record(obj, repo)
-        if record is None:
-            return
-        keep: int | None = None
-        if record.synced is not None:
-            keep = min(_identity_prefix(live, record.synced), record.dirty_from)
-        start = keep or 0
-        record.pending = _Pending(threading.get_ident(), keep, start, live[start:], record.touches)
-
-    def restored(self, obj: Any, repo: Any, messages: list[Any]) -> None:
-        """Note that ``obj`` now holds exactly ``messages``, fresh from a checkout of ``repo``."""
-        record = self.record(obj, repo)
-        if record is not None:
-            record.pending = _Pending(threading.get_ident(), None, 0, messages, record.touches)
-
-    def note_fields(
-        self, obj: Any, repo: Any, state: dict[str, Any], extras: dict[str, Any]
-    ) -> None:
-        """Attach the captured non-message fields to the pending capture."""
-        record = self.record(obj, repo, create=False)
-        if record is not None and record.pending is not None:
-            record.pending.state = state
-            record.pending.extras = extras
-
-    def unchanged_prefix(self, obj: Any, repo: Any) -> int | None:
-        """Leading messages unchanged since the last sync, for the capture in progress."""
-        record = self.record(obj, repo, create=False)
-        pending = record.pending if record is not None else None
-        if pending is None or pending.thread != threading.get_ident():
-            return None
-        return pending.keep
-
-    def mark_synced(self, obj: Any, repo: Any, lists: Callable[[], list[list[Any]]]) -> None:
-        """Adopt the pending capture as synced; swap its new messages for tracked copies.
-
-        ``lists`` returns the live list(s) holding the messages, back to back.
-        """
-        record = self.record(obj, repo, create=False)
-        if record is None:
-            return
-        pending = record.pending
-        record.pending = None
-        if (
-            pending is None
-            or pending.thread != threading.get_ident()
-            or pending.touches != record.touches
-        ):
-            # Synced from a capture this tracker did not see, or edited meanwhile: trust nothing.
-            record.distrust()
-            return
-        start, new = pending.start, pending.new
-        end = start + len(new)
-        tracked: list[Any] = []
-        base = 0
-        for live in lists():
-            for index in range(max(start, base), min(end, base + len(live))):
-                current = live[index - base]
-                if current is not new[index - start]:
-                    record.distrust()
-                    return
-                copy_ = _track(current, record.guard(index))
-                list.__setitem__(live, index - base, copy_)
-                tracked.append(copy_)
-            base += len(live)
-        if base != end or len(tracked) != len(new):
-            record.distrust()
-            return
-        synced = record.synced if pending.keep is not None and record.synced is not None else []
-        del synced[start:]
-        synced.extend(tracked)
-        record.synced = synced
-        record.state = pending.state
-        record.extras = pending.extras
-        record.dirty_from = _UNCHANGED
-
-    def is_clean(
-        self, obj: Any, repo: Any, live: list[Any], state: dict[str, Any], extras: dict[str, Any]
-    ) -> bool:
-        """Whether ``obj`` still equals what ``repo`` last synced (messages, state, extras)."""
-        record = self.record(obj, repo, create=False)
-        if record is None or record.synced is None or record.extras is None:
-            return False
-        return (
-            record.dirty_from == _UNCHANGED
-            and len(live) == len(record.synced)
-            and _identity_prefix(live, record.synced) == len(live)
-            and state == record.state
-            and extras == record.extras
-        )
 
 
 # --- the agent adapter ----------------------------------------------------------------------
@@ -563,10 +174,6 @@ class StrandsAgentAdapter:
 
     kind = KIND_AGENT
 
-    def __init__(self) -> None:
-        """Create an adapter with its own record of what each live agent last synced."""
-        self._tracker = _SyncTracker()
-
     # parts shared with the orchestrator adapter
     def capture_parts(
         self, agent: Any
@@ -589,25 +196,23 @@ class StrandsAgentAdapter:
         return agent.messages, state, extras
 
     def capture(self, obj: Any) -> Snapshot:
-        """Capture a live agent (its message objects themselves; nothing is deep-copied)."""
+        """Capture a live agent (its message objects themselves; nothing is copied)."""
         live, state, extras = self.capture_parts(obj)
-        repo = current_repo()
-        self._tracker.capture(obj, repo, live)
-        self._tracker.note_fields(obj, repo, state, extras)
+        tracking.begin(obj, current_repo(), [live], fields=(state, extras))
         return Snapshot.model_construct(kind=KIND_AGENT, messages=live, state=state, extras=extras)
 
     def restore(self, obj: Any, snapshot: Snapshot) -> None:
         """Load ``snapshot`` into the live agent in place, keeping its transient state keys."""
         fields = self.fields_to_restore(obj, snapshot.kind, snapshot.extras)
-        messages = snapshot.messages if "messages" in fields else None
+        messages = tracking.new_tracked(snapshot.messages) if "messages" in fields else None
         self.restore_parts(obj, fields, messages, snapshot.state, snapshot.extras)
-        # The repository now holds snapshot.messages as this agent's last sync.
-        held = list(obj.messages) if messages is not None else []
-        repo = current_repo()
-        self._tracker.restored(obj, repo, held)
         # Recorded so that is_clean is exact right after a checkout (close() relies on it).
-        _live, state, extras = self.capture_parts(obj)
-        self._tracker.note_fields(obj, repo, state, extras)
+        live, state, extras = self.capture_parts(obj)
+        if messages is None or live is not messages:
+            # The live messages are not what the repository holds: vouch for nothing.
+            tracking.discard(obj, current_repo(), [live])
+            return
+        tracking.restored(obj, current_repo(), [live], fields=(state, extras))
 
     def fields_to_restore(self, agent: Any, kind: str, extras: Mapping[str, Any]) -> list[str]:
         """The snapshot fields a checkout of a ``kind`` snapshot sets on ``agent``."""
@@ -642,16 +247,22 @@ class StrandsAgentAdapter:
 
     def unchanged_prefix(self, obj: Any) -> int | None:
         """Leading messages unchanged since the last commit or checkout (``None``: all new)."""
-        return self._tracker.unchanged_prefix(obj, current_repo())
+        return tracking.unchanged_prefix(obj, current_repo(), current_sync())
 
     def mark_synced(self, obj: Any) -> None:
         """Remember what the repository just stored (or loaded); start tracking new messages."""
-        self._tracker.mark_synced(obj, current_repo(), lambda: [obj.messages])
+        tracking.finish(
+            obj,
+            current_repo(),
+            [obj.messages],
+            lambda _index, tracked: setattr(obj, "messages", tracked),
+            commit=current_sync(),
+        )
 
     def is_clean(self, obj: Any, repo: Repo) -> bool:
         """Whether the agent equals its last commit to (or checkout from) ``repo``; cheap."""
         live, state, extras = self.capture_parts(obj)
-        return self._tracker.is_clean(obj, repo, live, state, extras)
+        return tracking.is_clean([live], repo, fields=(state, extras))
 
 
 # --- Strands Snapshot objects ---------------------------------------------------------------
@@ -793,14 +404,12 @@ class StrandsOrchestratorAdapter:
         """Create the adapter for orchestrators of ``kind``."""
         self.kind = kind
         self._agents = agents
-        self._tracker = _SyncTracker()
 
     def capture(self, obj: Any) -> Snapshot:
         """Capture the orchestrator's execution state and every node agent."""
         live, state, extras = self.capture_parts(obj)
-        repo = current_repo()
-        self._tracker.capture(obj, repo, live)
-        self._tracker.note_fields(obj, repo, state, extras)
+        lists = _node_messages(obj)
+        tracking.begin(obj, current_repo(), lists, key=id(obj), fields=(state, extras))
         return Snapshot.model_construct(
             kind=_orchestrator_kind(obj), messages=live, state=state, extras=extras
         )
@@ -855,7 +464,7 @@ class StrandsOrchestratorAdapter:
                     f"{item.id!r}; check it out into an orchestrator with that id"
                 )
             item.deserialize_state(stored["state"])
-        held: list[Any] = []
+        held: list[list[Any]] = []
         for what, path, item in walked:
             if what != "agent":
                 continue
@@ -867,30 +476,34 @@ class StrandsOrchestratorAdapter:
                 fields = self._agents.fields_to_restore(item, KIND_AGENT, node["extras"])
                 messages = None
                 if "messages" in fields:
-                    messages = snapshot.messages[start : start + count]
+                    messages = tracking.new_tracked(snapshot.messages[start : start + count])
                 self._agents.restore_parts(item, fields, messages, node_state, node["extras"])
-            held.extend(item.messages)
-        repo = current_repo()
-        self._tracker.restored(obj, repo, held)
+            held.append(item.messages)
         _live, state, extras = self.capture_parts(obj)
-        self._tracker.note_fields(obj, repo, state, extras)
+        # Lists not restored here are plain or watched for another sync: mark_synced adopts
+        # them as they are now, which is what the repository just loaded or merged.
+        tracking.begin(obj, current_repo(), held, key=id(obj), fields=(state, extras))
 
     def unchanged_prefix(self, obj: Any) -> int | None:
         """Leading messages (all nodes, back to back) unchanged since the last sync."""
-        return self._tracker.unchanged_prefix(obj, current_repo())
+        return tracking.unchanged_prefix(obj, current_repo(), current_sync())
 
     def mark_synced(self, obj: Any) -> None:
         """Remember what the repository just stored (or loaded); start tracking new messages."""
-        self._tracker.mark_synced(
+        agents = [item for what, _path, item in _walk(obj) if what == "agent"]
+        tracking.finish(
             obj,
             current_repo(),
-            lambda: [item.messages for what, _path, item in _walk(obj) if what == "agent"],
+            [agent.messages for agent in agents],
+            lambda index, tracked: setattr(agents[index], "messages", tracked),
+            commit=current_sync(),
+            key=id(obj),
         )
 
     def is_clean(self, obj: Any, repo: Repo) -> bool:
         """Whether the orchestrator and its nodes equal their last sync with ``repo``."""
-        live, state, extras = self.capture_parts(obj)
-        return self._tracker.is_clean(obj, repo, live, state, extras)
+        _live, state, extras = self.capture_parts(obj)
+        return tracking.is_clean(_node_messages(obj), repo, key=id(obj), fields=(state, extras))
 
 
 # --- committing from hooks ----------------------------------------------------------------------
@@ -1546,6 +1159,7 @@ __all__ = [
     "StrandsSnapshotAdapter",
     "TrackedDict",
     "TrackedList",
+    "TrackedMessages",
     "agent_adapter",
     "from_strands_snapshot",
     "to_strands_snapshot",

@@ -150,7 +150,7 @@ def test_replacing_the_whole_list_or_a_reference_taken_after_commit(
     agent.messages = copy.deepcopy(agent.messages)  # what load_snapshot or a Swarm reset does
     agent.messages[0]["content"][0]["text"] = "new first question"
     repo.commit(agent, "three")
-    assert prefixes[-1] == 0
+    assert prefixes[-1] is None  # a replaced list vouches for nothing
     assert repo.show("main").messages[0]["content"][0]["text"] == "new first question"
 
 
