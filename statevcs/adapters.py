@@ -312,7 +312,7 @@ class DictAdapter:
                 "message dicts (rename the key if it holds something else)"
             )
         else:
-            tracking.begin(obj, current_repo(), [messages])
+            tracking.begin(obj, current_repo(), [messages], eager=False)
         state = {k: v for k, v in obj.items() if k != MESSAGES_KEY and k not in skip}
         return Snapshot.model_construct(
             kind=self.kind, messages=messages, state=state, extras=extras
@@ -360,7 +360,7 @@ class SnapshotAdapter:
     def capture(self, obj: Snapshot) -> Snapshot:
         """Return the snapshot itself, without transient state keys."""
         if isinstance(obj.messages, list):
-            tracking.begin(obj, current_repo(), [obj.messages])
+            tracking.begin(obj, current_repo(), [obj.messages], eager=False)
         skip = transient_keys(obj)
         if not skip:
             return obj

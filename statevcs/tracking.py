@@ -410,6 +410,19 @@ class _Capture:
 
 _pending = threading.local()
 
+# Per repository and holder key: the ids of the plain lists it synced last. A plain list becomes
+# tracked at its second sync only, so committing a new list every time (nothing to vouch for)
+# never pays for tracked copies. An id reused by another list only makes that one tracked early.
+_plain_seen: weakref.WeakKeyDictionary[Any, dict[int, set[int]]] = weakref.WeakKeyDictionary()
+_seen_lock = threading.Lock()
+
+
+def _seen_before(repo: object, key: int, live: list[Any], eager: bool) -> bool:
+    if eager:
+        return True
+    seen = _plain_seen.get(repo)
+    return seen is not None and id(live) in seen.get(key, ())
+
 
 def _record(
     holder: object,
@@ -420,6 +433,7 @@ def _record(
     keep: int | None,
     fields: Any,
     commit: object = None,
+    eager: bool = True,
 ) -> None:
     # Plain lists cannot report changes: keep their items to check them when the sync lands.
     _pending.capture = _Capture(
@@ -429,7 +443,12 @@ def _record(
         list(lists),
         [len(live) for live in lists],
         [live._version if isinstance(live, TrackedMessages) else -1 for live in lists],
-        [None if isinstance(live, TrackedMessages) else list(live) for live in lists],
+        [
+            list(live)
+            if not isinstance(live, TrackedMessages) and _seen_before(repo, key, live, eager)
+            else None
+            for live in lists
+        ],
         starts,
         keep,
         fields,
@@ -445,11 +464,14 @@ def begin(
     *,
     key: int = 0,
     fields: Any = None,
+    eager: bool = True,
 ) -> None:
     """Note a capture of ``lists`` (``holder``'s messages, back to back) for ``repo``.
 
     Works out how many leading messages are unchanged since ``repo`` last synced them, for
-    :func:`unchanged_prefix`. O(number of lists) for tracked lists.
+    :func:`unchanged_prefix`. O(number of lists) for tracked lists. With ``eager=False`` a
+    plain list is made tracked at its second sync, not its first (for holders often given a
+    new list per commit, such as dicts).
     """
     if repo is None:
         return
@@ -475,7 +497,7 @@ def begin(
                 stopped = start < watch.length or start < len(live)
         starts.append(start)
         offset += len(live)
-    _record(holder, repo, key, lists, starts, keep, fields, commit)
+    _record(holder, repo, key, lists, starts, keep, fields, commit, eager)
 
 
 def restored(
@@ -555,6 +577,11 @@ def finish(
             unchanged = live._version == capture.versions[index]
         elif unchanged and items is not None:
             unchanged = all(live[i] is items[i] for i in range(count))
+        elif unchanged:
+            unchanged = False  # a plain list seen for the first time: track it next time
+            with _seen_lock:
+                seen = _plain_seen.setdefault(repo, {})
+                seen[key] = {id(other) for other in lists if not isinstance(other, TrackedMessages)}
         if not unchanged:
             _forget(lists, repo, key)
             return
@@ -568,6 +595,8 @@ def finish(
             tracked = new_tracked(live[:count])
             list.extend(tracked, live[count:])
             install(index, tracked)
+            with _seen_lock:
+                _plain_seen.get(repo, {}).get(key, set()).discard(id(live))
         watches = [w for w in tracked._watches if w.repo() is not None]
         watch = next((w for w in watches if w.key == key and w.repo() is repo), None)
         if watch is None:

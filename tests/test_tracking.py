@@ -1,0 +1,299 @@
+"""Change tracking: the incremental path gives exactly the snapshot a fresh write gives."""
+
+from __future__ import annotations
+
+import copy
+import gc
+import pickle
+import sys
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import statevcs
+from statevcs import Repo, Snapshot
+from statevcs.adapters import DictAdapter, SnapshotAdapter
+from statevcs.objectdb import ObjectDB
+from statevcs.serializers import JSONSerializer
+from statevcs.snapshot import write_snapshot
+from statevcs.stores.memory import MemoryStore
+from statevcs.tracking import TrackedDict, TrackedList, TrackedMessages, new_tracked
+
+
+def message(i: int) -> dict[str, Any]:
+    return {"role": "user" if i % 2 else "assistant", "content": [{"text": f"m{i}"}]}
+
+
+def plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def fresh_snapshot_id(messages: list[Any], state: dict[str, Any], kind: str = "dict") -> str:
+    db = ObjectDB(MemoryStore())
+    snapshot = Snapshot.model_construct(kind=kind, messages=plain(messages), state=state, extras={})
+    return write_snapshot(db, snapshot, JSONSerializer()).snapshot_id.hex()
+
+
+Edit = Callable[[list[Any], int], None]
+
+
+def _nested_text(messages: list[Any], n: int) -> None:
+    content = messages[n % len(messages)].setdefault("content", [])
+    if content:
+        content[0]["text"] = f"edited {n}"
+    else:
+        content.append({"text": f"edited {n}"})
+
+
+def _nested_append(messages: list[Any], n: int) -> None:
+    messages[n % len(messages)].setdefault("content", []).append({"text": f"more {n}"})
+
+
+def _nested_pop(messages: list[Any], n: int) -> None:
+    messages[n % len(messages)].pop("role", None)
+
+
+def _nested_update(messages: list[Any], n: int) -> None:
+    messages[n % len(messages)].update(extra=n)
+
+
+def _nested_clear(messages: list[Any], n: int) -> None:
+    messages[n % len(messages)].setdefault("content", []).clear()
+
+
+def _slice_assign(messages: list[Any], n: int) -> None:
+    start = n % len(messages)
+    messages[start : start + 2] = [message(900 + n)]
+
+
+def _extended_slice(messages: list[Any], n: int) -> None:
+    messages[::-2] = [message(700 + n + i) for i in range(len(messages[::-2]))]
+
+
+EDITS: dict[str, Edit] = {
+    "append": lambda m, n: m.append(message(n)),
+    "extend": lambda m, n: m.extend([message(n), message(n + 1)]),
+    "iadd": lambda m, n: m.__iadd__([message(n)]),
+    "insert": lambda m, n: m.insert(n % (len(m) + 1), message(500 + n)),
+    "insert_negative": lambda m, n: m.insert(-1 - n % len(m), message(500 + n)),
+    "pop_last": lambda m, n: m.pop(),
+    "pop_index": lambda m, n: m.pop(n % len(m)),
+    "pop_negative": lambda m, n: m.pop(-1 - n % len(m)),
+    "del": lambda m, n: m.__delitem__(n % len(m)),
+    "del_slice": lambda m, n: m.__delitem__(slice(n % len(m), None)),
+    "replace": lambda m, n: m.__setitem__(n % len(m), message(300 + n)),
+    "replace_negative": lambda m, n: m.__setitem__(-1, message(300 + n)),
+    "remove": lambda m, n: m.remove(m[n % len(m)]),
+    "slice_assign": _slice_assign,
+    "extended_slice": _extended_slice,
+    "reverse": lambda m, n: m.reverse(),
+    "sort": lambda m, n: m.sort(key=lambda x: str(x.get("content"))),
+    "clear": lambda m, n: m.clear(),
+    "imul": lambda m, n: m.__imul__(2),
+    "duplicate": lambda m, n: m.append(m[n % len(m)]),
+    "nested_text": _nested_text,
+    "nested_append": _nested_append,
+    "nested_pop": _nested_pop,
+    "nested_update": _nested_update,
+    "nested_clear": _nested_clear,
+}
+NEEDS_MESSAGES = {
+    name
+    for name in EDITS
+    if name not in ("append", "extend", "iadd", "clear", "imul", "insert", "reverse", "sort")
+}
+
+operation = st.one_of(
+    st.tuples(st.sampled_from(sorted(EDITS)), st.integers(0, 50)),
+    st.tuples(st.just("new_list"), st.integers(0, 50)),
+    st.tuples(st.just("checkout"), st.integers(1, 3)),
+    st.tuples(st.just("other_dict"), st.integers(0, 50)),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(operation, min_size=1, max_size=14))
+def test_incremental_dict_commits_equal_a_fresh_write(ops: list[tuple[str, int]]) -> None:
+    repo = Repo.init("memory://")
+    second = Repo.init("memory://")  # a second repository watching the same list
+    state: dict[str, Any] = {"messages": [message(i) for i in range(5)], "n": 0}
+    repo.commit(state)
+    second.commit(state)
+    commits = 1
+    for step, (name, n) in enumerate(ops):
+        messages = state["messages"]
+        if name == "new_list":
+            state["messages"] = [*copy.deepcopy(messages), message(n)]
+        elif name == "checkout":
+            if commits > n:
+                repo.reset("main", f"main~{n}")
+                repo.checkout(state, "main")
+                commits -= n
+        elif name == "other_dict":
+            # Another dict committed through the same handle takes over its HEAD sync.
+            repo.commit({"messages": [message(1000 + n)]})
+            commits += 1
+        elif name not in NEEDS_MESSAGES or messages:
+            EDITS[name](messages, n)
+        state["n"] = step
+        for target in (repo, second):
+            commit = target.commit(state, f"step {step}", branch="main")
+            assert commit.snapshot_id == fresh_snapshot_id(state["messages"], {"n": step})
+        commits += 1
+        assert repo.show("main").messages == plain(state["messages"])
+    assert repo.fsck().ok
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(sorted(EDITS)), st.integers(0, 50)), max_size=10))
+def test_incremental_snapshot_commits_equal_a_fresh_write(ops: list[tuple[str, int]]) -> None:
+    repo = Repo.init("memory://")
+    snapshot = Snapshot(messages=[message(i) for i in range(4)])
+    repo.commit(snapshot)
+    for step, (name, n) in enumerate(ops):
+        if name not in NEEDS_MESSAGES or snapshot.messages:
+            EDITS[name](snapshot.messages, n)
+        commit = repo.commit(snapshot, f"step {step}")
+        assert commit.snapshot_id == fresh_snapshot_id(snapshot.messages, {}, "snapshot")
+
+
+class Spy:
+    """Records what the built-in adapters vouch for."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.prefixes: list[int | None] = []
+        for cls in (DictAdapter, SnapshotAdapter):
+            original = cls.unchanged_prefix
+
+            def spy(self_: Any, obj: Any, original: Any = original) -> int | None:
+                keep: int | None = original(self_, obj)
+                self.prefixes.append(keep)
+                return keep
+
+            monkeypatch.setattr(cls, "unchanged_prefix", spy)
+
+
+def test_an_appended_message_is_the_only_one_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    spy = Spy(monkeypatch)
+    repo = Repo.init("memory://")
+    state: dict[str, Any] = {"messages": [message(i) for i in range(50)]}
+    repo.commit(state)
+    state["messages"].append(message(50))
+    repo.commit(state)
+    # A plain list is tracked from its second commit on (a new list each time costs nothing).
+    assert spy.prefixes[-1] is None
+    assert isinstance(state["messages"], TrackedMessages)
+    state["messages"].append(message(51))
+    repo.commit(state)
+    assert spy.prefixes[-1] == 51
+    state["messages"][3]["content"][0]["text"] = "edited"
+    state["messages"].append(message(52))
+    repo.commit(state)
+    assert spy.prefixes[-1] == 3
+    assert repo.show().messages == plain(state["messages"])
+
+
+def test_a_checked_out_dict_is_incremental_at_its_next_commit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spy = Spy(monkeypatch)
+    repo = Repo.init("memory://")
+    repo.commit({"messages": [message(i) for i in range(20)]})
+    state: dict[str, Any] = {}
+    repo.checkout(state, "main")
+    assert isinstance(state["messages"], TrackedMessages)
+    state["messages"].append(message(20))
+    repo.commit(state)
+    assert spy.prefixes[-1] == 20
+
+
+def test_another_dict_on_the_same_handle_is_not_vouched_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spy = Spy(monkeypatch)
+    repo = Repo.init("memory://")
+    first: dict[str, Any] = {"messages": [message(i) for i in range(6)]}
+    repo.commit(first)
+    second: dict[str, Any] = {"messages": [message(100 + i) for i in range(3)]}
+    repo.commit(second)
+    # The handle's HEAD sync is now second's; first's list was synced as another commit.
+    first["messages"].append(message(6))
+    commit = repo.commit(first)
+    assert spy.prefixes[-1] is None
+    assert commit.snapshot_id == fresh_snapshot_id(first["messages"], {})
+
+
+def test_an_edit_between_capture_and_sync_is_not_trusted() -> None:
+    repo = Repo.init("memory://")
+    state: dict[str, Any] = {"messages": [message(i) for i in range(4)]}
+    repo.commit(state)
+    adapter = DictAdapter()
+    with statevcs.adapters.acting_for(repo):
+        adapter.capture(state)
+        state["messages"][0]["role"] = "changed after capture"
+        adapter.mark_synced(state)
+        adapter.capture(state)
+        assert adapter.unchanged_prefix(state) is None
+
+
+def test_tracked_containers_copy_and_pickle_as_plain_ones() -> None:
+    tracked = new_tracked([message(1), {"nested": [[1, 2], {"a": bytearray(b"x")}]}])
+    assert isinstance(tracked[0], TrackedDict)
+    assert isinstance(tracked[0]["content"], TrackedList)
+    assert tracked[1]["nested"][1]["a"] == b"x"  # a mutable buffer is frozen into bytes
+    for twin in (copy.copy(tracked), copy.deepcopy(tracked), pickle.loads(pickle.dumps(tracked))):
+        assert type(twin) is list
+        assert twin == tracked
+    assert type(copy.deepcopy(tracked)[0]) is dict
+
+
+def test_deeply_nested_messages_are_tracked() -> None:
+    deep: Any = "leaf"
+    for _ in range(600):
+        deep = {"x": [deep]}
+    node = new_tracked([deep])[0]
+    for _ in range(600):
+        assert isinstance(node, TrackedDict) and isinstance(node["x"], TrackedList)
+        node = node["x"][0]
+    assert node == "leaf"
+
+
+def test_transient_clear_releases_a_plain_dict() -> None:
+    state: dict[str, Any] = {"db": object()}
+    before = sys.getrefcount(state)
+    statevcs.transient(state, "db")
+    assert sys.getrefcount(state) == before + 1
+    statevcs.transient_clear(state)
+    assert sys.getrefcount(state) == before
+    assert statevcs.transient_keys(state) == frozenset()
+
+
+def test_transient_keys_do_not_keep_a_weakly_referenceable_object_alive() -> None:
+    snapshot = Snapshot(state={"db": 1})
+    statevcs.transient(snapshot, "db")
+    ref = weakref.ref(snapshot)
+    del snapshot
+    gc.collect()
+    assert ref() is None
+    assert all(
+        not (isinstance(holder, weakref.ref) and holder() is None)
+        for holder, _keys in statevcs.adapters._transient.values()
+    )
+
+
+def test_a_new_list_per_commit_is_never_copied() -> None:
+    repo = Repo.init("memory://")
+    messages = [message(i) for i in range(5)]
+    for step in range(3):
+        state: dict[str, Any] = {"messages": list(messages)}
+        repo.commit(state, f"step {step}")
+        assert type(state["messages"]) is list
+        messages.append(message(10 + step))
