@@ -20,6 +20,7 @@ prefix).
 from __future__ import annotations
 
 import copy
+import gc
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -299,8 +300,21 @@ def new_tracked(messages: Sequence[Any] = ()) -> TrackedMessages:
     tracked._version = 0
     tracked._watches = []
     owner = weakref.ref(tracked)
-    list.extend(tracked, [_track_message(m, _Guard(owner, i)) for i, m in enumerate(messages)])
+    # Copying a long conversation allocates many containers, none in a cycle; the cyclic
+    # collector would otherwise run repeatedly over the whole heap meanwhile (3/4 of the time
+    # at 10,000 messages). Left disabled if the program disabled it.
+    pause = len(messages) > _GC_PAUSE_FROM and gc.isenabled()
+    if pause:
+        gc.disable()
+    try:
+        list.extend(tracked, [_track_message(m, _Guard(owner, i)) for i, m in enumerate(messages)])
+    finally:
+        if pause:
+            gc.enable()
     return tracked
+
+
+_GC_PAUSE_FROM = 1000
 
 
 _LEAVES = frozenset({str, int, float, bool, bytes, type(None)})
