@@ -172,13 +172,20 @@ def commit_timing(folder: Path, lengths: list[int], samples: int) -> list[tuple[
     return rows
 
 
-def dict_commit_timing(folder: Path, lengths: list[int], samples: int) -> list[tuple[int, float]]:
-    """Median ``repo.commit(d)`` of a plain dict after appending one message, per length."""
+def dict_commit_timing(
+    folder: Path, lengths: list[int], samples: int, *, tracked: bool
+) -> list[tuple[int, float]]:
+    """Median ``repo.commit(d)`` after appending one message, per length.
+
+    ``tracked``: ``d["messages"]`` is a ``statevcs.tracked_messages`` list (the O(new messages)
+    opt-in); otherwise a plain list, which statevcs never swaps, so every message is encoded.
+    """
     rows = []
     for length in lengths:
-        repo = statevcs.Repo.init(folder / f"dict-{length}")
+        repo = statevcs.Repo.init(folder / f"dict-{length}-{tracked}")
+        messages = [m for i in range(length // 2) for m in turn(i)]
         state: dict[str, Any] = {
-            "messages": [m for i in range(length // 2) for m in turn(i)],
+            "messages": statevcs.tracked_messages(messages) if tracked else messages,
             "step": 0,
         }
         repo.commit(state, message="base")
@@ -310,13 +317,15 @@ def main() -> int:
         print(f"incremental commit at {rows[-1][0]} / SQLite transaction: {largest / txn:.2f}x")
         print()
         print("== dict commit of one message: repo.commit(d) after d['messages'].append ==")
-        print("messages  median ms")
-        dict_rows = dict_commit_timing(folder, dict_lengths, samples)
-        for length, ms in dict_rows:
-            print(f"{length:>8}  {ms:>9.3f}")
+        print("messages  tracked list ms  plain list ms")
+        tracked_rows = dict_commit_timing(folder, dict_lengths, samples, tracked=True)
+        plain_rows = dict_commit_timing(folder, dict_lengths, samples, tracked=False)
+        for (length, ms), (_, plain_ms) in zip(tracked_rows, plain_rows):
+            print(f"{length:>8}  {ms:>15.3f}  {plain_ms:>13.3f}")
         print(
-            f"dict commit at {dict_rows[-1][0]:,} / at {dict_rows[0][0]:,}: "
-            f"{dict_rows[-1][1] / dict_rows[0][1]:.2f}x"
+            f"tracked dict commit at {tracked_rows[-1][0]:,} / at {tracked_rows[0][0]:,}: "
+            f"{tracked_rows[-1][1] / tracked_rows[0][1]:.2f}x (plain list: "
+            f"{plain_rows[-1][1] / plain_rows[0][1]:.0f}x, every message encoded)"
         )
         print()
         history = 200 if args.quick else 2000

@@ -17,6 +17,7 @@ from .adapters import (
     AdapterRegistry,
     IncrementalAdapter,
     register_adapter,
+    tracked_messages,
     transient,
     transient_clear,
     transient_keys,
@@ -56,6 +57,7 @@ from .repo import Commit, OnConflict, ReflogEntry, Repo
 from .revisions import AmbiguousRefWarning
 from .serializers import JSONSerializer, MsgpackSerializer, PickleSerializer, StateSerializer
 from .snapshot import Snapshot
+from .tracking import TrackedMessages
 
 __version__ = "0.1.0"
 
@@ -103,12 +105,14 @@ __all__ = [
     "StateSerializer",
     "StateVCSError",
     "StoreError",
+    "TrackedMessages",
     "UnknownRevision",
     "UnsupportedObject",
     "UntrustedPayload",
     "ValueChange",
     "__version__",
     "register_adapter",
+    "tracked_messages",
     "transient",
     "transient_clear",
     "transient_keys",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib import metadata
@@ -287,11 +287,14 @@ def transient_clear(obj: Any) -> None:
 class DictAdapter:
     """Plain dicts: the ``"messages"`` list (when present) is the conversation, the rest state.
 
-    Incremental: after a commit or checkout ``obj["messages"]`` is a
-    :class:`~statevcs.tracking.TrackedMessages` list (equal in content to the list it replaces)
-    that records changes, so the next commit encodes only messages appended or changed since.
-    Keep working through ``obj["messages"]``: a reference to the list you passed before the
-    first commit no longer reaches the dict.
+    The messages are yours: statevcs never swaps the list or the message dicts you put in the
+    dict (a reference you kept keeps reaching what is committed), so each commit encodes and
+    hashes every message (the tree is still spliced, so only changed paths are written). For
+    commits that cost O(new messages), opt in: ``obj["messages"] =
+    statevcs.tracked_messages(...)`` -- a :class:`~statevcs.tracking.TrackedMessages` list that
+    records changes, and whose message dicts are replaced by tracked copies when committed
+    (keep working through the list, not through references to messages you appended). A
+    checkout keeps the kind of list the dict had.
     """
 
     kind = "dict"
@@ -311,7 +314,7 @@ class DictAdapter:
                 f"state['messages'] is a {type(messages).__name__}; it must be a list of "
                 "message dicts (rename the key if it holds something else)"
             )
-        else:
+        elif isinstance(messages, tracking.TrackedMessages):
             tracking.begin(obj, current_repo(), [messages], eager=False)
         state = {k: v for k, v in obj.items() if k != MESSAGES_KEY and k not in skip}
         return Snapshot.model_construct(
@@ -321,24 +324,31 @@ class DictAdapter:
     def restore(self, obj: dict[str, Any], snapshot: Snapshot) -> None:
         """Replace the dict's contents with the snapshot's, keeping transient keys."""
         keep = {k: obj[k] for k in transient_keys(obj) if k in obj}
+        opted_in = isinstance(obj.get(MESSAGES_KEY), tracking.TrackedMessages)
         obj.clear()
         if snapshot.extras.get(_NULL_MESSAGES):
             obj[MESSAGES_KEY] = None
-        elif not snapshot.extras.get(_NO_MESSAGES):
+        elif snapshot.extras.get(_NO_MESSAGES):
+            pass
+        elif opted_in:
             messages = tracking.new_tracked(snapshot.messages)
             obj[MESSAGES_KEY] = messages
             tracking.restored(obj, current_repo(), [messages])
+        else:
+            obj[MESSAGES_KEY] = snapshot.messages
         obj.update(snapshot.state)
         obj.update(keep)
 
     def unchanged_prefix(self, obj: dict[str, Any]) -> int | None:
         """Leading messages unchanged since the last commit or checkout (``None``: all new)."""
+        if not isinstance(obj.get(MESSAGES_KEY), tracking.TrackedMessages):
+            return None
         return tracking.unchanged_prefix(obj, current_repo(), current_sync())
 
     def mark_synced(self, obj: dict[str, Any]) -> None:
-        """Start tracking ``obj["messages"]`` as what the repository now holds."""
+        """Record a tracked ``obj["messages"]`` as what the repository now holds."""
         messages = obj.get(MESSAGES_KEY)
-        if isinstance(messages, list):
+        if isinstance(messages, tracking.TrackedMessages):
             tracking.finish(
                 obj,
                 current_repo(),
@@ -351,15 +361,16 @@ class DictAdapter:
 class SnapshotAdapter:
     """``statevcs.Snapshot`` objects are committed as they are.
 
-    Incremental like :class:`DictAdapter`: after a commit or checkout ``obj.messages`` is a
-    :class:`~statevcs.tracking.TrackedMessages` list.
+    Like :class:`DictAdapter`: incremental when ``obj.messages`` is a
+    :class:`~statevcs.tracking.TrackedMessages` list (``statevcs.tracked_messages(...)``);
+    otherwise every message is encoded and nothing of yours is swapped.
     """
 
     kind = "snapshot"
 
     def capture(self, obj: Snapshot) -> Snapshot:
         """Return the snapshot itself, without transient state keys."""
-        if isinstance(obj.messages, list):
+        if isinstance(obj.messages, tracking.TrackedMessages):
             tracking.begin(obj, current_repo(), [obj.messages], eager=False)
         skip = transient_keys(obj)
         if not skip:
@@ -373,19 +384,24 @@ class SnapshotAdapter:
         """Overwrite the snapshot's fields in place, keeping transient state keys."""
         keep = {k: obj.state[k] for k in transient_keys(obj) if k in obj.state}
         obj.kind = snapshot.kind
-        messages = tracking.new_tracked(snapshot.messages)
-        obj.messages = messages
-        tracking.restored(obj, current_repo(), [messages])
+        if isinstance(obj.messages, tracking.TrackedMessages):
+            messages = tracking.new_tracked(snapshot.messages)
+            obj.messages = messages
+            tracking.restored(obj, current_repo(), [messages])
+        else:
+            obj.messages = snapshot.messages
         obj.state = {**snapshot.state, **keep}
         obj.extras = snapshot.extras
 
     def unchanged_prefix(self, obj: Snapshot) -> int | None:
         """Leading messages unchanged since the last commit or checkout (``None``: all new)."""
+        if not isinstance(obj.messages, tracking.TrackedMessages):
+            return None
         return tracking.unchanged_prefix(obj, current_repo(), current_sync())
 
     def mark_synced(self, obj: Snapshot) -> None:
-        """Start tracking ``obj.messages`` as what the repository now holds."""
-        if isinstance(obj.messages, list):
+        """Record a tracked ``obj.messages`` as what the repository now holds."""
+        if isinstance(obj.messages, tracking.TrackedMessages):
             tracking.finish(
                 obj,
                 current_repo(),
@@ -393,6 +409,15 @@ class SnapshotAdapter:
                 lambda _index, tracked: setattr(obj, "messages", tracked),
                 commit=current_sync(),
             )
+
+
+def tracked_messages(messages: Iterable[Any] = ()) -> tracking.TrackedMessages:
+    """Return a message list whose commits cost O(new messages) (an opt-in; see DictAdapter).
+
+    The list holds tracked copies of ``messages``; messages appended later are replaced by
+    tracked copies when committed, so keep working through the list.
+    """
+    return tracking.new_tracked(list(messages))
 
 
 register_adapter(dict, DictAdapter())
@@ -415,5 +440,6 @@ __all__ = [
     "transient",
     "unregister_adapter",
     "transient_clear",
+    "tracked_messages",
     "transient_keys",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .errors import SerializationError
@@ -54,12 +54,24 @@ def timestamp_us(moment: object) -> int:
     """Return a timezone-aware datetime as microseconds since the Unix epoch (UTC)."""
     if not isinstance(moment, datetime):
         raise TypeError(f"timestamp must be a datetime, got {type(moment).__name__}")
-    if moment.tzinfo is None or moment.utcoffset() is None:
+    try:
+        offset = moment.utcoffset()
+        delta = moment - _EPOCH if offset is not None else None
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise SerializationError(
+            f"the timestamp's time zone is invalid ({exc})", "timestamp"
+        ) from None
+    if moment.tzinfo is None or delta is None:
         raise SerializationError(
             "commit timestamps must be timezone-aware; pass datetime.now(timezone.utc)",
             "timestamp",
         )
-    delta = moment - _EPOCH
+    if delta < timedelta(0):
+        # git (and the git mirror) cannot represent times before the Unix epoch.
+        raise SerializationError(
+            f"commit timestamps must be 1970-01-01 UTC or later, got {moment.isoformat()}",
+            "timestamp",
+        )
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 

@@ -74,6 +74,10 @@ def same(a: Any, b: Any) -> bool:
         return False
 
 
+def _same_list(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+    return len(a) == len(b) and _is_prefix(a, b)
+
+
 def _is_prefix(short: list[dict[str, Any]], long: list[dict[str, Any]]) -> bool:
     return len(short) <= len(long) and all(
         same(x, y) for x, y in zip(short, long[: len(short)], strict=True)
@@ -93,15 +97,17 @@ def merge_snapshots(
     State and extras merge key by key: a key changed on one side takes that side; a key changed
     differently on both sides is a conflict, settled by ``strategy`` (``"ours"``, ``"theirs"``
     or a resolver ``(key, base, ours, theirs) -> value`` for state keys). Messages take the
-    longer side when one is a prefix of the other, else the side named by the strategy.
+    side that changed them when only one did (appends, removals and edits alike), the longer
+    side when both only appended and one extends the other, else the side named by the
+    strategy.
     ``fallback`` settles conflicts a resolver does not cover (messages, extras, kind); it
     defaults to ``strategy`` when that is a side name. Raises :class:`MergeConflict` listing
     every unsettled conflict.
     """
     if strategy is not None and not callable(strategy) and strategy not in ("ours", "theirs"):
-        raise ValueError(f"strategy must be 'ours', 'theirs' or a callable, got {strategy!r}")
+        raise TypeError(f"strategy must be 'ours', 'theirs' or a callable, got {strategy!r}")
     if fallback is not None and fallback not in ("ours", "theirs"):
-        raise ValueError(f"fallback must be 'ours' or 'theirs', got {fallback!r}")
+        raise TypeError(f"fallback must be 'ours' or 'theirs', got {fallback!r}")
     side: Side | None = fallback
     if side is None and isinstance(strategy, str):
         side = strategy
@@ -115,10 +121,18 @@ def merge_snapshots(
     problems: list[str] = []
 
     messages_conflict = kind_conflict = False
-    # messages
-    if _is_prefix(theirs.messages, ours.messages):
+    # Messages, three-way: a side that did not change the conversation takes the other's (a
+    # removal or an edit included); when both changed it, the longer wins only if both merely
+    # appended to the base, one side's appends extending the other's.
+    ours_kept = _is_prefix(base.messages, ours.messages)
+    theirs_kept = _is_prefix(base.messages, theirs.messages)
+    if _same_list(ours.messages, theirs.messages) or _same_list(theirs.messages, base.messages):
         messages = ours.messages
-    elif _is_prefix(ours.messages, theirs.messages):
+    elif _same_list(ours.messages, base.messages):
+        messages = theirs.messages
+    elif ours_kept and theirs_kept and _is_prefix(theirs.messages, ours.messages):
+        messages = ours.messages
+    elif ours_kept and theirs_kept and _is_prefix(ours.messages, theirs.messages):
         messages = theirs.messages
     elif side is not None:
         messages = ours.messages if side == "ours" else theirs.messages

@@ -244,6 +244,15 @@ class Refs:
         check_ref_name(name)
         if commit_id is not None:
             self._objects.load_commit(_check_id(commit_id, "commit_id"))
+            # The cache may hold a commit that was encoded but never stored: ask the store.
+            if not self._store.has_many([commit_id]):
+                # Never stored, or collected since: either way the caches cannot be trusted.
+                self._objects.forget()
+                raise MissingObject(
+                    to_hex(commit_id),
+                    "it is not in the store (never put, or garbage-collected since); write it "
+                    "again",
+                )
         if expected is not ANY and expected is not None:
             _check_id(expected, "expected")
         self.move(name, commit_id, expected, check_text(message, "message"))
@@ -304,9 +313,8 @@ class Refs:
         self._objects.mark_stored(payload)
 
     def move(self, name: str, new: ObjectId | None, expected: Expected, message: str) -> None:
-        """Compare-and-swap one ref, logging ``HEAD`` too when it is the default branch."""
-        log_also = ["HEAD"] if self.default_branch() == name else []
-        update = RefUpdate(name, new, expected, message, log_also)
+        """Compare-and-swap one ref (the store logs ``HEAD`` too when it is the default branch)."""
+        update = RefUpdate(name, new, expected, message)  # the store logs HEAD when it should
         self.update([update], verify=[new] if new is not None else [])
 
 

@@ -6,6 +6,7 @@ import os
 import re
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -119,6 +120,9 @@ class _Sync:
     branch: str | None
     commit: ObjectId | None
     messages: StoredMessages | None = None
+    generation: int = -1
+    """The gc generation ``messages`` was valid for: a later collection may have removed its
+    tree nodes (when its branch was deleted), so the next commit then writes a whole tree."""
 
 
 def _utc(micros: int, commit_id: ObjectId) -> datetime:
@@ -188,8 +192,13 @@ class Repo:
         Register an adapter here to override the process-wide one (``ADAPTERS``) for this
         repository only."""
         self._lock = threading.RLock()
-        self._tracked: dict[int, tuple[weakref.ref[Any], _Sync]] = {}
-        self._head_sync: _Sync | None = None  # plain dicts and other non-weakrefable objects
+        # Objects are tracked per repository, not per handle: an object checked out through
+        # one handle and committed through another is still the same stale object.
+        with _TRACKED_LOCK:
+            self._tracked = _TRACKED.setdefault(_repository_key(store), {})
+        # Plain dicts cannot be weakly referenced: the last few this handle synced are held
+        # here (by reference, so an id is never reused while its entry lives).
+        self._dicts: OrderedDict[int, tuple[Any, _Sync]] = OrderedDict()
         self._head_ref: str | None = store.get_symbolic(HEAD)
         self._head_commit: ObjectId | None = (
             None if self._head_ref is not None else store.get_ref(HEAD)
@@ -367,7 +376,6 @@ class Repo:
             self._store.set_symbolic(HEAD, ref, message=f"switch: moving from {before} to {name}")
             self._head_ref = ref
             self._head_commit = None
-            self._head_sync = None
 
     def attached_branch(self, obj: Any) -> str | None:
         """Return the branch ``obj`` commits to (``None`` when it is detached)."""
@@ -383,7 +391,8 @@ class Repo:
 
     def _sync_of(self, obj: Any) -> _Sync | None:
         if not _weakrefable(obj):
-            return self._head_sync
+            remembered = self._dicts.get(id(obj))
+            return remembered[1] if remembered is not None and remembered[0] is obj else None
         entry = self._tracked.get(id(obj))
         if entry is not None and entry[0]() is obj:
             return entry[1]
@@ -391,16 +400,21 @@ class Repo:
 
     def _set_sync(self, obj: Any, sync: _Sync) -> None:
         if not _weakrefable(obj):
-            self._head_sync = sync
+            self._dicts[id(obj)] = (obj, sync)
+            self._dicts.move_to_end(id(obj))
+            while len(self._dicts) > DICT_MEMORY:
+                self._dicts.popitem(last=False)
             self._head_ref = sync.branch
             self._head_commit = None if sync.branch is not None else sync.commit
             return
         key = id(obj)
 
-        def forget(_ref: object, key: int = key) -> None:
-            self._tracked.pop(key, None)
+        tracked = self._tracked
 
-        self._tracked[key] = (weakref.ref(obj, forget), sync)
+        def forget(_ref: object, key: int = key) -> None:
+            tracked.pop(key, None)
+
+        tracked[key] = (weakref.ref(obj, forget), sync)
 
     # --- commit and checkout -------------------------------------------------
 
@@ -468,6 +482,8 @@ class Repo:
             skip = transient_keys(obj)
             base = self._message_base(sync, adapter, obj)
             previous = sync.messages if sync is not None else None
+            if sync is not None and sync.generation != self.objects.generation:
+                base = previous = None  # its tree may have been collected since: write it whole
             for _attempt in range(_MAX_ATTEMPTS):
                 synced = sync.commit if sync is not None else None
                 expected: ObjectId | None = synced
@@ -515,7 +531,8 @@ class Repo:
                         encoded,
                         from_hex(conflict.actual),
                     )
-                self._after_write(obj, adapter, _Sync(ref, commit_id, written.messages))
+                sync = _Sync(ref, commit_id, written.messages, self.objects.generation)
+                self._after_write(obj, adapter, sync)
                 return _commit_from(commit_id, self._load_commit(commit_id))
             raise RefConflict(
                 ref, None, None, f"gave up after {_MAX_ATTEMPTS} attempts under heavy contention"
@@ -578,9 +595,13 @@ class Repo:
 
         synced = sync.commit if sync is not None else None
         ours = _as_stored(snapshot, self.serializer, transient_keys(obj))
-        base = self.show(to_hex(synced)) if synced is not None else None
         ours_objects = {**written.objects, ours_id: ours_encoded}
         for _attempt in range(_MAX_ATTEMPTS):
+            # repo.merge's rules: against the best common ancestor of ours and theirs (not
+            # simply the synced commit: another writer may have reset the branch behind it).
+            graph = CommitGraph(self.objects)
+            bases = merge_bases(graph, synced, theirs) if synced is not None else []
+            base = self._read(graph.commit(bases[0]).snapshot).snapshot if bases else None
             their_commit = self._load_commit(theirs)
             theirs_snapshot = self._read(their_commit.snapshot).snapshot
             merged = merge_snapshots(base, ours, theirs_snapshot).snapshot
@@ -611,7 +632,8 @@ class Repo:
                 continue
             adapter.restore(obj, self._read(merged_written.snapshot_id).snapshot)
             read = self._read(merged_written.snapshot_id)
-            self._after_write(obj, adapter, _Sync(ref, merge_id, read.messages))
+            sync = _Sync(ref, merge_id, read.messages, self.objects.generation)
+            self._after_write(obj, adapter, sync)
             return _commit_from(merge_id, self._load_commit(merge_id))
         raise RefConflict(
             ref, None, None, f"gave up after {_MAX_ATTEMPTS} attempts under heavy contention"
@@ -648,7 +670,8 @@ class Repo:
             commit_object = self._load_commit(commit_id)
             read = self._read(commit_object.snapshot)
             adapter.restore(obj, read.snapshot)
-            self._after_write(obj, adapter, _Sync(branch, commit_id, read.messages))
+            sync = _Sync(branch, commit_id, read.messages, self.objects.generation)
+            self._after_write(obj, adapter, sync)
             return _commit_from(commit_id, commit_object)
 
     def _read(self, snapshot_id: ObjectId) -> ReadSnapshot:
@@ -986,6 +1009,19 @@ OnConflict = Literal["raise", "merge"]
 _MAX_ATTEMPTS = 16
 
 
+DICT_MEMORY = 16
+"""How many plain dicts a handle remembers the sync of (objects that can be weakly referenced,
+such as a ``statevcs.Snapshot`` or a Strands ``Agent``, are tracked without a limit)."""
+
+_TRACKED: dict[str, dict[int, tuple[weakref.ref[Any], _Sync]]] = {}
+_TRACKED_LOCK = threading.Lock()
+
+
+def _repository_key(store: Store) -> str:
+    """Identify the repository a store opens, so every handle on it shares object tracking."""
+    return store.identity
+
+
 def _weakrefable(obj: Any) -> bool:
     try:
         weakref.ref(obj)
@@ -1037,9 +1073,8 @@ def _location(path: object) -> str:
 def _ref_update(
     repo: Repo, ref: str, new: ObjectId | None, expected: Expected, note: str
 ) -> RefUpdate:
-    # HEAD's reflog records the moves of the repository's default branch, as in git.
-    log_also = [HEAD] if repo.store.get_symbolic(HEAD) == ref else []
-    return RefUpdate(ref, new, expected, note, log_also)
+    # The store also logs the move in HEAD's reflog when ``ref`` is the default branch.
+    return RefUpdate(ref, new, expected, note)
 
 
 def _stale_writer(ref: str, synced: ObjectId | None, conflict: RefConflict) -> RefConflict:

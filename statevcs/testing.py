@@ -444,7 +444,7 @@ class StoreContract:
         ]
 
     def test_log_also_records_the_same_move_in_other_reflogs(self, store: Store) -> None:
-        store.set_symbolic("HEAD", MAIN)
+        store.set_symbolic("HEAD", FEATURE)
         store.set_ref(MAIN, fake_id(1), message="first", log_also=["HEAD"])
         store.set_ref(MAIN, fake_id(2), message="second")
         store.set_ref(MAIN, fake_id(3), message="third", log_also=("HEAD", "logs/extra"))
@@ -456,7 +456,14 @@ class StoreContract:
         assert [e.message for e in store.reflog("logs/extra")] == ["third"]
         # log_also names a reflog only: it never moves another ref.
         assert store.get_ref("logs/extra") is None
-        assert store.get_symbolic("HEAD") == MAIN
+        assert store.get_symbolic("HEAD") == FEATURE
+
+    def test_moves_of_the_branch_head_points_at_are_in_heads_reflog(self, store: Store) -> None:
+        store.set_symbolic("HEAD", MAIN)
+        store.set_ref(MAIN, fake_id(1), message="one")
+        store.set_ref(FEATURE, fake_id(2), message="elsewhere")
+        store.set_ref(MAIN, fake_id(3), message="two", log_also=["HEAD"])  # logged once
+        assert [e.message for e in store.reflog("HEAD")] == ["two", "one"]
 
     def test_delete_reflog_forgets_only_that_reflog(self, store: Store) -> None:
         store.set_ref(MAIN, fake_id(1), message="main", log_also=["HEAD"])

@@ -265,8 +265,10 @@ def test_a_dict_committed_to_another_branch_does_not_move_the_stored_head(
     tmp_path: Path,
 ) -> None:
     first = Repo.init(tmp_path / "r")
-    first.commit({"n": 0}, message="root")
-    first.commit({"n": 1}, message="on b", branch="b")
+    state: dict[str, Any] = {"n": 0}
+    first.commit(state, message="root")
+    state["n"] = 1
+    first.commit(state, message="on b", branch="b")
     assert first.head_branch == "b"  # this handle follows its dict
     assert first.default_branch == "main"
     second = Repo.open(tmp_path / "r")

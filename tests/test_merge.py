@@ -155,7 +155,7 @@ def test_unrelated_histories_merge_against_an_empty_base() -> None:
 
 
 def test_invalid_strategy_is_rejected() -> None:
-    with pytest.raises(ValueError, match="strategy"):
+    with pytest.raises(TypeError, match="strategy"):
         merge_snapshots(None, snap(), snap(), strategy="mine")  # type: ignore[arg-type]
 
 
@@ -195,18 +195,31 @@ def test_merge_base_of_a_fork(repo: statevcs.Repo, clock: Clock) -> None:
 
 def test_merge_base_of_unrelated_histories_is_none(repo: statevcs.Repo, clock: Clock) -> None:
     repo.commit({"x": 1}, "one", timestamp=clock())
-    other = repo.write_commit(repo.write_snapshot(snap(y=1)), [], "root 2", timestamp=clock())
-    assert repo.merge_base("main", other.id) is None
+    other = _commit(repo, repo.objects.write_snapshot(snap(y=1)), [], "root 2", clock())
+    assert repo.merge_base("main", other) is None
 
 
 def test_criss_cross_merges_have_two_best_bases(repo: statevcs.Repo, clock: Clock) -> None:
     forked(repo, clock)
     m1, f1 = repo.resolve("main"), repo.resolve("feature")
-    sid = repo.get_commit("main").snapshot_id
-    x = repo.write_commit(sid, [m1, f1], "x", timestamp=clock())
-    y = repo.write_commit(sid, [f1, m1], "y", timestamp=clock())
-    assert sorted(repo.merge_bases(x.id, y.id)) == sorted([m1, f1])
-    assert repo.merge_base(x.id, y.id) in (m1, f1)
+    sid = bytes.fromhex(repo.get_commit("main").snapshot_id)
+    x = _commit(repo, sid, [m1, f1], "x", clock())
+    y = _commit(repo, sid, [f1, m1], "y", clock())
+    assert sorted(repo.merge_bases(x, y)) == sorted([m1, f1])
+    assert repo.merge_base(x, y) in (m1, f1)
+
+
+def _commit(
+    repo: statevcs.Repo, snapshot_id: bytes, parents: list[str], message: str, moment: Any
+) -> str:
+    """Write a commit with the plumbing (no ref moves) and return its hex id."""
+    return repo.objects.write_commit(
+        snapshot_id,
+        [bytes.fromhex(p) for p in parents],
+        message=message,
+        author=repo.author,
+        timestamp=moment,
+    ).hex()
 
 
 # --- merge into a branch -----------------------------------------------------------------

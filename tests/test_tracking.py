@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import statevcs
-from statevcs import Repo, Snapshot
+from statevcs import Repo, Snapshot, tracked_messages
 from statevcs.adapters import DictAdapter, SnapshotAdapter
 from statevcs.objectdb import ObjectDB
 from statevcs.serializers import JSONSerializer
@@ -124,23 +124,23 @@ operation = st.one_of(
 def test_incremental_dict_commits_equal_a_fresh_write(ops: list[tuple[str, int]]) -> None:
     repo = Repo.init("memory://")
     second = Repo.init("memory://")  # a second repository watching the same list
-    state: dict[str, Any] = {"messages": [message(i) for i in range(5)], "n": 0}
+    state: dict[str, Any] = {"messages": tracked_messages(message(i) for i in range(5)), "n": 0}
     repo.commit(state)
     second.commit(state)
     commits = 1
     for step, (name, n) in enumerate(ops):
         messages = state["messages"]
         if name == "new_list":
-            state["messages"] = [*copy.deepcopy(messages), message(n)]
+            fresh = [*copy.deepcopy(list(messages)), message(n)]
+            state["messages"] = tracked_messages(fresh) if n % 2 else fresh
         elif name == "checkout":
             if commits > n:
                 repo.reset("main", f"main~{n}")
                 repo.checkout(state, "main")
                 commits -= n
         elif name == "other_dict":
-            # Another dict committed through the same handle takes over its HEAD sync.
-            repo.commit({"messages": [message(1000 + n)]})
-            commits += 1
+            # Another dict committed through the same handle, to another branch.
+            repo.commit({"messages": tracked_messages([message(1000 + n)])}, branch="other")
         elif name not in NEEDS_MESSAGES or messages:
             EDITS[name](messages, n)
         state["n"] = step
@@ -157,6 +157,7 @@ def test_incremental_dict_commits_equal_a_fresh_write(ops: list[tuple[str, int]]
 def test_incremental_snapshot_commits_equal_a_fresh_write(ops: list[tuple[str, int]]) -> None:
     repo = Repo.init("memory://")
     snapshot = Snapshot(messages=[message(i) for i in range(4)])
+    snapshot.messages = tracked_messages(snapshot.messages)
     repo.commit(snapshot)
     for step, (name, n) in enumerate(ops):
         if name not in NEEDS_MESSAGES or snapshot.messages:
@@ -184,13 +185,14 @@ class Spy:
 def test_an_appended_message_is_the_only_one_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
     spy = Spy(monkeypatch)
     repo = Repo.init("memory://")
-    state: dict[str, Any] = {"messages": [message(i) for i in range(50)]}
+    plain_state: dict[str, Any] = {"messages": [message(i) for i in range(50)]}
+    repo.commit(plain_state, branch="plain")
+    plain_state["messages"].append(message(50))
+    repo.commit(plain_state)
+    # A plain list is the caller's: never swapped, never vouched for.
+    assert spy.prefixes[-1] is None and type(plain_state["messages"]) is list
+    state: dict[str, Any] = {"messages": tracked_messages(message(i) for i in range(51))}
     repo.commit(state)
-    state["messages"].append(message(50))
-    repo.commit(state)
-    # A plain list is tracked from its second commit on (a new list each time costs nothing).
-    assert spy.prefixes[-1] is None
-    assert isinstance(state["messages"], TrackedMessages)
     state["messages"].append(message(51))
     repo.commit(state)
     assert spy.prefixes[-1] == 51
@@ -207,8 +209,8 @@ def test_a_checked_out_dict_is_incremental_at_its_next_commit(
     spy = Spy(monkeypatch)
     repo = Repo.init("memory://")
     repo.commit({"messages": [message(i) for i in range(20)]})
-    state: dict[str, Any] = {}
-    repo.checkout(state, "main")
+    state: dict[str, Any] = {"messages": tracked_messages()}
+    repo.checkout(state, "main")  # the dict keeps the kind of list it had
     assert isinstance(state["messages"], TrackedMessages)
     state["messages"].append(message(20))
     repo.commit(state)
@@ -220,14 +222,14 @@ def test_another_dict_on_the_same_handle_is_not_vouched_for(
 ) -> None:
     spy = Spy(monkeypatch)
     repo = Repo.init("memory://")
-    first: dict[str, Any] = {"messages": [message(i) for i in range(6)]}
+    first: dict[str, Any] = {"messages": tracked_messages(message(i) for i in range(6))}
     repo.commit(first)
-    second: dict[str, Any] = {"messages": [message(100 + i) for i in range(3)]}
-    repo.commit(second)
-    # The handle's HEAD sync is now second's; first's list was synced as another commit.
+    second: dict[str, Any] = {"messages": tracked_messages(message(100 + i) for i in range(3))}
+    repo.commit(second, branch="other")
+    # Each dict keeps its own sync: first is still vouched for against its own commit.
     first["messages"].append(message(6))
     commit = repo.commit(first)
-    assert spy.prefixes[-1] is None
+    assert spy.prefixes[-1] == 6
     assert commit.snapshot_id == fresh_snapshot_id(first["messages"], {})
 
 

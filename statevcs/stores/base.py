@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -63,6 +64,16 @@ def check_batch(updates: Sequence[RefUpdate]) -> None:
             f"a batch of ref updates may move each ref once, but it names {', '.join(twice)} "
             "more than once; combine the moves into one update"
         )
+
+
+def also_logged(update: RefUpdate, head_target: str | None) -> list[str]:
+    """The other reflogs that record ``update``: its ``log_also``, plus ``HEAD`` when the ref
+    moved is the branch ``HEAD`` points at (decided inside the write, so a concurrent switch
+    cannot make the entry miss HEAD's reflog)."""
+    names = list(update.log_also)
+    if head_target is not None and update.name == head_target and "HEAD" not in names:
+        names.insert(0, "HEAD")
+    return names
 
 
 class Store(abc.ABC):
@@ -186,6 +197,18 @@ class Store(abc.ABC):
         """Compare-and-swap one ref (see :meth:`update_refs`)."""
         self.update_refs([RefUpdate(name, new, expected, message, tuple(log_also))])
 
+    @property
+    def identity(self) -> str:
+        """A name for the repository this store opens: equal for every store on the same one.
+
+        Handles on one repository share what they know about live objects by it. The default
+        is unique to this store object (a ``memory://`` repository lives in one store).
+        """
+        token = self.__dict__.get("_identity")
+        if token is None:
+            token = self.__dict__["_identity"] = f"{type(self).__name__}:{uuid.uuid4().hex}"
+        return str(token)
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections and files; the store must not be used afterwards."""
 
@@ -195,4 +218,13 @@ class Store(abc.ABC):
         return time.time()
 
 
-__all__ = ["check_batch", "ANY", "Expected", "RefUpdate", "StoredReflogEntry", "RefsState", "Store"]
+__all__ = [
+    "ANY",
+    "Expected",
+    "RefUpdate",
+    "RefsState",
+    "Store",
+    "StoredReflogEntry",
+    "also_logged",
+    "check_batch",
+]

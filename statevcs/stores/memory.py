@@ -7,7 +7,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from ..errors import RefConflict, RefsChanged, StaleCache
 from ..hashing import ObjectId
-from .base import ANY, RefsState, RefUpdate, Store, StoredReflogEntry, check_batch
+from .base import (
+    ANY,
+    RefsState,
+    RefUpdate,
+    Store,
+    StoredReflogEntry,
+    also_logged,
+    check_batch,
+)
 
 
 def _hex(value: ObjectId | None) -> str | None:
@@ -141,7 +149,7 @@ class MemoryStore(Store):
                     self._refs[update.name] = update.new
                 self._symbolic.pop(update.name, None)
                 entry = StoredReflogEntry(old, update.new, now, update.message)
-                for log_name in (update.name, *update.log_also):
+                for log_name in (update.name, *also_logged(update, self._symbolic.get("HEAD"))):
                     self._reflogs.setdefault(log_name, []).append(entry)
 
     def reflog(self, name: str) -> list[StoredReflogEntry]:

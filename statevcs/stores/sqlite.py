@@ -22,7 +22,15 @@ from ..errors import (
     StoreError,
 )
 from ..hashing import ObjectId
-from .base import ANY, RefsState, RefUpdate, Store, StoredReflogEntry, check_batch
+from .base import (
+    ANY,
+    RefsState,
+    RefUpdate,
+    Store,
+    StoredReflogEntry,
+    also_logged,
+    check_batch,
+)
 
 DB_FILENAME = "statevcs.sqlite3"
 
@@ -209,6 +217,11 @@ class SQLiteStore(Store):
             raise StoreError(
                 f"cannot open SQLite store {self.path}: {exc}; check the path and permissions"
             ) from exc
+
+    @property
+    def identity(self) -> str:
+        """The database file's resolved path: every handle on it is one repository."""
+        return f"sqlite:{self.path.resolve()}"
 
     # --- transactions -------------------------------------------------------
 
@@ -419,13 +432,15 @@ class SQLiteStore(Store):
             now = self.now()
             # One row per movement; ``also`` names a second ref whose log shares it (HEAD).
             rows = []
+            head = db.execute("SELECT symbolic FROM refs WHERE name = 'HEAD'").fetchone()
+            head_target = str(head[0]) if head is not None and head[0] is not None else None
             for update in updates:
                 old = current[update.name]
-                also = update.log_also[0] if update.log_also else None
+                logs = also_logged(update, head_target)
+                also = logs[0] if logs else None
                 rows.append((update.name, old, update.new, now, update.message, also))
                 rows.extend(
-                    (extra, old, update.new, now, update.message, None)
-                    for extra in update.log_also[1:]
+                    (extra, old, update.new, now, update.message, None) for extra in logs[1:]
                 )
             db.executemany(
                 "INSERT INTO reflog (name, old, new, ts, message, also) VALUES (?, ?, ?, ?, ?, ?)",

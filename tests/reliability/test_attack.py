@@ -265,7 +265,7 @@ def test_no_operation_but_switch_moves_the_stored_head_and_every_move_is_logged(
         ("dict on b", lambda: repo.commit({"messages": [], "x": 1}, branch="b")),
         ("snapshot on c", lambda: repo.commit(Snapshot(state={"y": 1}), branch="c")),
         ("checkout b", lambda: repo.checkout({}, "b")),
-        ("checkout detached", lambda: repo.checkout({}, "b~1")),
+        ("checkout detached", lambda: repo.checkout({}, "main~0")),
         ("branch", lambda: repo.branch("d", "b")),
         ("tag", lambda: repo.tag("t", "c")),
         ("reset b", lambda: repo.reset("b", "main")),
