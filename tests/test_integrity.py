@@ -464,3 +464,23 @@ def test_messages_too_deep_to_read_back_are_refused_at_commit(depth: int) -> Non
     with pytest.raises(statevcs.SerializationError, match="extras"):
         repo.commit(Snapshot(extras={"deep": _nested(depth + 1)}))
     assert list(repo.log()) == []
+
+
+def test_messages_the_caller_still_holds_keep_reaching_the_commit() -> None:
+    # A plain list and its message dicts belong to the caller: statevcs never swaps them for
+    # copies, so edits made through references kept from before a commit are committed.
+    repo = Repo.init()
+    reply: dict[str, Any] = {"role": "assistant", "content": []}
+    messages: list[Any] = [{"role": "user", "content": "hi"}, reply]
+    state: dict[str, Any] = {"messages": messages}
+    for _ in range(3):
+        repo.commit(state)
+    assert state["messages"] is messages and state["messages"][1] is reply
+    reply["content"].append({"text": "streamed after the commit"})
+    messages.append({"role": "user", "content": "more"})
+    repo.commit(state)
+    assert repo.show("main").messages == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"text": "streamed after the commit"}]},
+        {"role": "user", "content": "more"},
+    ]
