@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statevcs import Repo, Snapshot
-from statevcs.hashing import ObjectId, from_hex
+from statevcs.hashing import ObjectId
 from statevcs.history import (
     CommitGraph,
     ancestors,
@@ -27,14 +27,15 @@ def _build(shape: list[tuple[int, ...]], skew: list[int]) -> tuple[Repo, list[Ob
     repo = Repo.init()
     ids: list[ObjectId] = []
     for index, parents in enumerate(shape):
-        snapshot = repo.write_snapshot(Snapshot(state={"i": index}))
-        commit = repo.write_commit(
+        snapshot = repo.objects.write_snapshot(Snapshot(state={"i": index}))
+        commit = repo.objects.write_commit(
             snapshot,
-            [ids[p].hex() for p in parents],
+            [ids[p] for p in parents],
             message=str(index),
+            author=repo.author,
             timestamp=T0 + timedelta(seconds=index + skew[index]),
         )
-        ids.append(from_hex(commit.id))
+        ids.append(commit)
     return repo, ids
 
 

@@ -27,6 +27,7 @@ from statevcs.revisions import (
     resolve_revision,
 )
 from statevcs.snapshot import Snapshot
+from statevcs.stores.base import ANY
 
 # --- parser ----------------------------------------------------------------------------
 
@@ -180,11 +181,28 @@ class HeadContext:
 
 
 def make_commit(repo: statevcs.Repo, label: str, parents: list[str], minute: int) -> str:
-    snapshot_id = repo.write_snapshot(Snapshot(kind="dict", state={"label": label}))
-    commit = repo.write_commit(
-        snapshot_id, parents, f"commit {label}", timestamp=T0 + timedelta(minutes=minute)
+    snapshot_id = repo.objects.write_snapshot(Snapshot(kind="dict", state={"label": label}))
+    commit_id = repo.objects.write_commit(
+        snapshot_id,
+        [bytes.fromhex(p) for p in parents],
+        message=f"commit {label}",
+        author=repo.author,
+        timestamp=T0 + timedelta(minutes=minute),
     )
-    return commit.id
+    return commit_id.hex()
+
+
+def set_ref(
+    repo: statevcs.Repo,
+    name: str,
+    commit: str,
+    *,
+    expected: str | object | None = ANY,
+    reflog_message: str = "",
+) -> None:
+    """Move a ref by hex ids through the plumbing (``repo.refs``)."""
+    want = bytes.fromhex(expected) if isinstance(expected, str) else expected
+    repo.refs.set(name, bytes.fromhex(commit), expected=want, message=reflog_message)
 
 
 @pytest.fixture
@@ -192,19 +210,19 @@ def history() -> History:
     repo = statevcs.Repo.init("memory://")
     main, side = "refs/heads/main", "refs/heads/side"
     a = make_commit(repo, "a", [], 0)
-    repo.set_ref(main, a, expected=None, reflog_message="a")
+    set_ref(repo, main, a, expected=None, reflog_message="a")
     b = make_commit(repo, "b", [a], 1)
-    repo.set_ref(main, b, expected=a, reflog_message="b")
+    set_ref(repo, main, b, expected=a, reflog_message="b")
     s1 = make_commit(repo, "s1", [b], 2)
-    repo.set_ref(side, s1, expected=None, reflog_message="s1")
+    set_ref(repo, side, s1, expected=None, reflog_message="s1")
     c = make_commit(repo, "c", [b], 3)
-    repo.set_ref(main, c, expected=b, reflog_message="c")
+    set_ref(repo, main, c, expected=b, reflog_message="c")
     s2 = make_commit(repo, "s2", [s1], 4)
-    repo.set_ref(side, s2, expected=s1, reflog_message="s2")
+    set_ref(repo, side, s2, expected=s1, reflog_message="s2")
     m = make_commit(repo, "m", [c, s2], 5)
-    repo.set_ref(main, m, expected=c, reflog_message="merge side")
+    set_ref(repo, main, m, expected=c, reflog_message="merge side")
     d = make_commit(repo, "d", [m], 6)
-    repo.set_ref(main, d, expected=m, reflog_message="d")
+    set_ref(repo, main, d, expected=m, reflog_message="d")
     return History(repo, a, b, c, s1, s2, m, d)
 
 
@@ -303,9 +321,9 @@ def test_reflog_past_its_start_is_unknown(history: History) -> None:
 
 def test_reflog_of_a_deleted_value_is_unknown(history: History) -> None:
     repo = history.repo
-    repo.set_ref("refs/heads/gone", history.a)
+    set_ref(repo, "refs/heads/gone", history.a)
     repo.store.set_ref("refs/heads/gone", None, message="deleted")
-    repo.set_ref("refs/heads/gone", history.b)
+    set_ref(repo, "refs/heads/gone", history.b)
     assert repo.resolve("gone@{0}") == history.b
     assert repo.resolve("gone@{2}") == history.a
     with pytest.raises(UnknownRevision, match="did not exist then"):
@@ -364,11 +382,13 @@ def test_the_ambiguity_warning_points_at_the_callers_line(history: History) -> N
 
 def test_commits_sharing_a_prefix_are_ambiguous(history: History) -> None:
     repo = history.repo
-    snapshot_id = repo.get_commit(history.a).snapshot_id
+    snapshot_id = bytes.fromhex(repo.get_commit(history.a).snapshot_id)
     seen: dict[str, str] = {}
     pair: tuple[str, str] | None = None
     for n in range(20_000):  # a 4-hex-digit collision is expected after ~300 commits
-        commit_id = repo.write_commit(snapshot_id, [], f"probe {n}", timestamp=T0).id
+        commit_id = repo.objects.write_commit(
+            snapshot_id, [], message=f"probe {n}", author=repo.author, timestamp=T0
+        ).hex()
         prefix = commit_id[:MIN_PREFIX]
         if prefix in seen:
             pair = (seen[prefix], commit_id)
@@ -482,9 +502,9 @@ def test_an_empty_reflog_answers_at_zero_with_the_ref_itself(history: History) -
 def test_names_expand_in_gitrevisions_order(history: History) -> None:
     repo = history.repo
     repo.tag("v1", "main~1")
-    repo.set_ref("refs/remotes/origin/main", history.c)
-    repo.set_ref("refs/remotes/origin/HEAD", history.b)
-    repo.set_ref("refs/notes/x", history.a)
+    set_ref(repo, "refs/remotes/origin/main", history.c)
+    set_ref(repo, "refs/remotes/origin/HEAD", history.b)
+    set_ref(repo, "refs/notes/x", history.a)
     expected = {
         "heads/main": "d",
         "heads/side~1": "s1",
@@ -511,7 +531,7 @@ def test_names_expand_in_gitrevisions_order(history: History) -> None:
 def test_matching_refs_lists_every_match_in_lookup_order(history: History) -> None:
     repo = history.repo
     repo.tag("main", "side")
-    repo.set_ref("refs/remotes/main", history.a)
+    set_ref(repo, "refs/remotes/main", history.a)
     ctx = HeadContext(repo)
     assert matching_refs(ctx, "main") == ["refs/tags/main", "refs/heads/main", "refs/remotes/main"]
     assert matching_refs(ctx, "HEAD") == ["HEAD"]
@@ -536,7 +556,7 @@ def test_a_reflog_selector_on_a_hash_like_ref_name_warns(history: History) -> No
 
 def test_a_full_length_id_wins_over_a_ref_of_that_name(history: History) -> None:
     repo = history.repo
-    repo.set_ref("refs/heads/" + history.a, history.d)
+    set_ref(repo, "refs/heads/" + history.a, history.d)
     with pytest.warns(AmbiguousRefWarning, match="is a commit id and also names"):
         assert repo.resolve(history.a) == history.a
     assert repo.resolve("refs/heads/" + history.a) == history.d
