@@ -60,6 +60,19 @@ class IncrementalAdapter(Adapter, Protocol):
         ...
 
 
+_INCREMENTAL: dict[type, bool] = {}
+
+
+def is_incremental(adapter: Adapter) -> bool:
+    """Whether ``adapter`` is an :class:`IncrementalAdapter` (cached per class: a protocol
+    ``isinstance`` check costs tens of microseconds, too much for every commit)."""
+    cls = type(adapter)
+    known = _INCREMENTAL.get(cls)
+    if known is None:
+        known = _INCREMENTAL[cls] = isinstance(adapter, IncrementalAdapter)
+    return known
+
+
 _current_repo: ContextVar[object | None] = ContextVar("statevcs_current_repo", default=None)
 
 
@@ -435,6 +448,7 @@ __all__ = [
     "adapter_for",
     "current_repo",
     "current_sync",
+    "is_incremental",
     "syncing",
     "register_adapter",
     "transient",

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from .adapters import (
     ADAPTERS,
@@ -19,6 +19,7 @@ from .adapters import (
     AdapterRegistry,
     IncrementalAdapter,
     acting_for,
+    is_incremental,
     syncing,
     transient_keys,
 )
@@ -73,6 +74,7 @@ from .snapshot import (
     StoredMessages,
     WrittenSnapshot,
     read_snapshot,
+    stored_messages,
     write_snapshot,
 )
 from .stores.base import Expected, RefUpdate, Store
@@ -439,10 +441,10 @@ class Repo:
 
     def _message_base(self, sync: _Sync | None, adapter: Adapter, obj: Any) -> MessageBase | None:
         previous = sync.messages if sync is not None else None
-        if previous is None or not isinstance(adapter, IncrementalAdapter):
+        if previous is None or not is_incremental(adapter):
             return None
         with syncing(sync.commit if sync is not None else None):
-            keep = adapter.unchanged_prefix(obj)
+            keep = cast(IncrementalAdapter, adapter).unchanged_prefix(obj)
         if keep is None:
             return None
         return MessageBase(previous, int(keep))
@@ -484,6 +486,10 @@ class Repo:
             previous = sync.messages if sync is not None else None
             if sync is not None and sync.generation != self.objects.generation:
                 base = previous = None  # its tree may have been collected since: write it whole
+            if sync is None:
+                # A fresh object: splice its messages onto the tip's tree (reachable, so never
+                # collected under it), which writes only the paths that differ.
+                previous = self._tip_messages(ref)
             for _attempt in range(_MAX_ATTEMPTS):
                 synced = sync.commit if sync is not None else None
                 expected: ObjectId | None = synced
@@ -538,6 +544,13 @@ class Repo:
                 ref, None, None, f"gave up after {_MAX_ATTEMPTS} attempts under heavy contention"
             )
 
+    def _tip_messages(self, ref: str) -> StoredMessages | None:
+        tip = self._store.get_ref(ref)
+        if tip is None:
+            return None
+        snapshot = self.objects.load_snapshot(self._load_commit(tip).snapshot)
+        return stored_messages(self.objects, snapshot)
+
     def _encode(
         self,
         snapshot: Snapshot,
@@ -573,9 +586,9 @@ class Repo:
 
     def _after_write(self, obj: Any, adapter: Adapter, sync: _Sync) -> None:
         self._set_sync(obj, sync)
-        if isinstance(adapter, IncrementalAdapter):
+        if is_incremental(adapter):
             with syncing(sync.commit):
-                adapter.mark_synced(obj)
+                cast(IncrementalAdapter, adapter).mark_synced(obj)
 
     def _commit_merging(
         self,

@@ -391,10 +391,19 @@ class SQLiteStore(Store):
         """Store objects and apply every compare-and-swap in one transaction."""
         check_batch(updates)
         with self._write() as db:
+            # One statement for both: the gc generation and the branch HEAD points at.
+            stored_generation, head = db.execute(
+                "SELECT (SELECT value FROM config WHERE key = ?), "
+                "(SELECT symbolic FROM refs WHERE name = 'HEAD')",
+                (_GENERATION_KEY,),
+            ).fetchone()
             if generation is not None:
-                current_generation = self._generation(db)
+                current_generation = (
+                    _parse_generation(stored_generation) if stored_generation is not None else 0
+                )
                 if current_generation != generation:
                     raise StaleCache(generation, current_generation)
+            head_target = str(head) if head is not None else None
             if objects:
                 self._insert(db, objects)
             current: dict[str, ObjectId | None] = {}
@@ -432,8 +441,6 @@ class SQLiteStore(Store):
             now = self.now()
             # One row per movement; ``also`` names a second ref whose log shares it (HEAD).
             rows = []
-            head = db.execute("SELECT symbolic FROM refs WHERE name = 'HEAD'").fetchone()
-            head_target = str(head[0]) if head is not None and head[0] is not None else None
             for update in updates:
                 old = current[update.name]
                 logs = also_logged(update, head_target)
