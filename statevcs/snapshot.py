@@ -204,11 +204,24 @@ def _check_depth(value: Any, path: str) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
+# Bytes that can start a msgpack map or array (fixmap, fixarray, map16/32, array16/32); every
+# other byte value is deleted before counting. Text can contain such bytes too, so the count
+# is an upper bound on the number of containers, and hence on the nesting depth.
+_NOT_CONTAINER_START = bytes(b for b in range(256) if not (0x80 <= b <= 0x9F or 0xDC <= b <= 0xDF))
+
+
+def _may_be_too_deep(data: bytes) -> bool:
+    """Whether an encoded document could nest deeper than :data:`MAX_DOCUMENT_DEPTH` (C speed)."""
+    return (
+        len(data) > MAX_DOCUMENT_DEPTH
+        and len(data.translate(None, _NOT_CONTAINER_START)) > MAX_DOCUMENT_DEPTH
+    )
+
+
 def _encode_document(value: Any, path: str) -> bytes:
     """Encode a message or extras value, refusing what could not be read back."""
     data = encode_doc(value)
-    # Each level of nesting costs at least one byte: small documents cannot be too deep.
-    if len(data) > MAX_DOCUMENT_DEPTH:
+    if _may_be_too_deep(data):
         _check_depth(value, path)
     return data
 
@@ -236,7 +249,7 @@ def encode_messages(
         except (TypeError, ValueError, OverflowError):
             append(_doc_id(message, f"messages[{index}]", db, out))
             continue
-        if len(data) > MAX_DOCUMENT_DEPTH:
+        if len(data) > MAX_DOCUMENT_DEPTH and _may_be_too_deep(data):
             _check_depth(message, f"messages[{index}]")
         if len(data) > threshold:
             append(_large_id(data, db, out))
