@@ -743,14 +743,21 @@ class Repo:
             return iter(())
         return self._walk([self._resolve(rev)], limit=limit, all_parents=all_parents)
 
-    def log_all(self, *, limit: int | None = None) -> Iterator[Commit]:
-        """Yield every commit reachable from any branch or tag, newest first."""
+    def log_all(self, *, limit: int | None = None, all_parents: bool = True) -> Iterator[Commit]:
+        """Yield every commit reachable from any branch, tag or ``HEAD``, newest first.
+
+        Ties in time are broken by ref order (branches, then tags, by name; then ``HEAD``), so
+        the order is the same on every run. ``all_parents=False`` follows first parents only.
+        """
         _check_limit(limit)
-        starts = list(set(self._store.list_refs("refs/").values()))
+        _check_bool(all_parents, "all_parents")
+        refs = self._store.list_refs("refs/")
+        ordered = sorted(refs, key=lambda name: (not name.startswith(BRANCH_PREFIX), name))
+        starts = [refs[name] for name in ordered]
         head = self._head_value()
         if head is not None:
             starts.append(head)
-        yield from self._walk(starts, limit=limit, all_parents=True)
+        yield from self._walk(list(dict.fromkeys(starts)), limit=limit, all_parents=all_parents)
 
     def _walk(
         self, starts: Sequence[ObjectId], *, limit: int | None, all_parents: bool

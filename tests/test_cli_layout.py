@@ -12,7 +12,7 @@ from pathlib import Path
 import statevcs.cli
 
 PACKAGE = Path(statevcs.cli.__file__).parent
-# Repo members kept only until their callers move to repo.objects / repo.refs / repo.config.
+# Storage internals and the Repo members that moved to repo.objects / repo.refs / repo.config.
 LEAVING = {
     "db",
     "store",
@@ -23,7 +23,6 @@ LEAVING = {
     "set_ref",
     "config_get",
     "config_set",
-    "log_all",
 }
 
 
@@ -61,14 +60,14 @@ def test_the_layout_check_sees_what_it_looks_for(tmp_path: Path) -> None:
         "def f(repo):\n"
         "    repo.store.get_ref('HEAD')\n"
         "    repo._head_value()\n"
-        "    return repo.log_all()\n",
+        "    return repo.write_commit()\n",
         encoding="utf-8",
     )
     found = offending(sample, tmp_path)
     assert sorted(p.split(" ", 1)[1] for p in found) == [
         "._head_value",
-        ".log_all",
         ".store",
+        ".write_commit",
         "import _commit_from",
     ]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from datetime import datetime, timezone
 from typing import Any
 
 import click
@@ -13,9 +12,6 @@ from rich.table import Table
 from rich.text import Text
 
 from ...errors import StateVCSError
-from ...hashing import ObjectId, from_hex, to_hex
-from ...history import CommitGraph, walk
-from ...objects import CommitObject
 from ...repo import Commit, Repo
 from ..context import REV_EPILOG, current_state, json_option, snapshot_codec
 from ..graph import graph_cells, graph_order, graph_text
@@ -128,25 +124,9 @@ def _history(
     repo: Repo, rev: str | None, everything: bool, *, limit: int | None, first_parent: bool
 ) -> Iterator[Commit]:
     if everything and rev is None:
-        graph = CommitGraph(repo.objects)
-        starts = [from_hex(c) for c in _ref_commits(repo)]
-        for commit_id, obj in walk(graph, starts, first_parent=first_parent, limit=limit):
-            yield _commit(commit_id, obj)
+        yield from repo.log_all(limit=limit, all_parents=not first_parent)
         return
     yield from repo.log(rev or "HEAD", limit=limit, all_parents=not first_parent)
-
-
-def _commit(commit_id: ObjectId, obj: CommitObject) -> Commit:
-    # The commit is only printed, never changed: its metadata need not be copied.
-    return Commit(
-        id=to_hex(commit_id),
-        parents=tuple(to_hex(p) for p in obj.parents),
-        snapshot_id=to_hex(obj.snapshot),
-        message=obj.message,
-        author=obj.author,
-        timestamp=datetime.fromtimestamp(obj.timestamp_us / 1_000_000, tz=timezone.utc),
-        metadata=obj.metadata,
-    )
 
 
 # --- show ---------------------------------------------------------------------------------------
