@@ -10,7 +10,7 @@ import pytest
 from strands import Agent, ToolContext, tool
 
 import statevcs
-from statevcs.integrations.strands_testing import ScriptedModel, ScriptItem
+from statevcs.integrations.strands.testing import ScriptedModel, ScriptItem
 
 ALL_FIELDS: list[Any] = [
     "messages",

@@ -23,7 +23,7 @@ from statevcs.integrations.strands import (
     from_strands_snapshot,
     to_strands_snapshot,
 )
-from statevcs.integrations.strands_testing import Reply, ToolCall
+from statevcs.integrations.strands.testing import Reply, ToolCall
 
 from .conftest import ALL_FIELDS, AgentFactory, snapshot_data
 

@@ -18,7 +18,7 @@ from strands.agent.conversation_manager.compression.pin_message import pin_messa
 
 import statevcs
 from statevcs.integrations.strands import StrandsAgentAdapter, agent_adapter
-from statevcs.integrations.strands_testing import ScriptedModel
+from statevcs.integrations.strands.testing import ScriptedModel
 
 from .conftest import AgentFactory
 

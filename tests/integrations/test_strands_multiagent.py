@@ -11,7 +11,7 @@ from strands.multiagent import GraphBuilder, Status, Swarm
 
 import statevcs
 from statevcs.integrations.strands import KIND_GRAPH, KIND_SWARM, StateVCSSessionManager
-from statevcs.integrations.strands_testing import ScriptedModel, ToolCall
+from statevcs.integrations.strands.testing import ScriptedModel, ToolCall
 
 from .conftest import snapshot_data
 

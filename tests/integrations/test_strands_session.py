@@ -15,7 +15,7 @@ from strands.agent.conversation_manager import NullConversationManager
 
 import statevcs
 from statevcs.integrations.strands import AutoCommit, StateVCSSessionManager
-from statevcs.integrations.strands_testing import Reply, ToolCall
+from statevcs.integrations.strands.testing import Reply, ToolCall
 
 from .conftest import AgentFactory, snapshot_data
 
@@ -104,7 +104,7 @@ CHILD = textwrap.dedent(
     import statevcs
     from strands import Agent, tool
     from statevcs.integrations.strands import StateVCSSessionManager
-    from statevcs.integrations.strands_testing import ScriptedModel, ToolCall
+    from statevcs.integrations.strands.testing import ScriptedModel, ToolCall
 
     @tool
     def search(query: str) -> str:

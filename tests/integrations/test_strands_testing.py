@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 from strands import Agent
 
-from statevcs.integrations.strands_testing import Reply, ScriptedModel, ScriptExhausted, ToolCall
+from statevcs.integrations.strands.testing import Reply, ScriptedModel, ScriptExhausted, ToolCall
 
 from .conftest import search
 
@@ -125,3 +125,22 @@ def test_response_ids_fill_model_state_and_bad_items_are_rejected() -> None:
         _stream(ScriptedModel([42]), [])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="chunk_size"):
         ScriptedModel(chunk_size=0)
+
+
+def test_old_strands_testing_module_reexports_the_package_module() -> None:
+    import statevcs.integrations.strands.testing as new
+    import statevcs.integrations.strands_testing as old
+
+    assert old.__all__ == new.__all__
+    for name in new.__all__:
+        assert getattr(old, name) is getattr(new, name)
+
+
+def test_package_exports_every_public_name_and_registers_the_adapters() -> None:
+    import statevcs.integrations.strands as package
+    from statevcs.adapters import adapter_for
+
+    for name in package.__all__:
+        assert getattr(package, name) is not None
+    agent = Agent(model=ScriptedModel(["hi"]), callback_handler=None)
+    assert adapter_for(agent) is package.agent_adapter()

@@ -18,7 +18,7 @@ import pytest
 
 import statevcs
 from statevcs.integrations.strands import AutoCommit, StateVCSSessionManager, agent_adapter
-from statevcs.integrations.strands_testing import ToolCall
+from statevcs.integrations.strands.testing import ToolCall
 
 from .conftest import AgentFactory, snapshot_data
 
@@ -279,7 +279,7 @@ WORKER = textwrap.dedent(
     import statevcs
     from strands import Agent
     from statevcs.integrations.strands import StateVCSSessionManager
-    from statevcs.integrations.strands_testing import ScriptedModel
+    from statevcs.integrations.strands.testing import ScriptedModel
 
     name = sys.argv[2]
     repo = statevcs.Repo.open(sys.argv[1])
@@ -373,7 +373,7 @@ def test_a_stale_swarm_raises_before_it_starts_and_reload_recovers(
     from strands import Agent
     from strands.multiagent import Swarm
 
-    from statevcs.integrations.strands_testing import ScriptedModel
+    from statevcs.integrations.strands.testing import ScriptedModel
 
     def swarm(repo: statevcs.Repo, answer: str) -> tuple[Swarm, StateVCSSessionManager]:
         session = StateVCSSessionManager(repo, branch="swarm")
