@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import statevcs
 from statevcs.integrations.strands import StateVCSSessionManager
-from statevcs.integrations.strands_testing import Reply, ScriptedModel, ToolCall
+from statevcs.integrations.strands.testing import Reply, ScriptedModel, ToolCall
 
 WINDOW = 50
 _TEXT = (

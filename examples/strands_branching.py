@@ -24,7 +24,7 @@ from strands.types.content import Messages
 
 import statevcs
 from statevcs.integrations.strands import StateVCSSessionManager
-from statevcs.integrations.strands_testing import ScriptedModel, ToolCall
+from statevcs.integrations.strands.testing import ScriptedModel, ToolCall
 
 
 @tool(context=True)

@@ -21,7 +21,7 @@ from strands.agent.conversation_manager import NullConversationManager
 
 import statevcs
 from statevcs.integrations.strands import StateVCSSessionManager
-from statevcs.integrations.strands_testing import ScriptedModel, ToolCall
+from statevcs.integrations.strands.testing import ScriptedModel, ToolCall
 
 
 @tool
