@@ -29,7 +29,6 @@ from .durations import as_duration
 from .errors import (
     CorruptObject,
     DetachedHead,
-    InvalidRevision,
     MissingObject,
     RefConflict,
     RefExists,
@@ -515,7 +514,7 @@ class Repo:
                 objects = {**written.objects, commit_id: encoded}
                 try:
                     self._apply(
-                        [_ref_update(self, ref, commit_id, expected, fields.reflog_note(parents))],
+                        [_ref_update(ref, commit_id, expected, fields.reflog_note(parents))],
                         objects,
                     )
                 except StaleCache:
@@ -630,7 +629,7 @@ class Repo:
             }
             note = f"commit (merge): merged {to_hex(ours_id)[:12]} into {to_hex(theirs)[:12]}"
             try:
-                self._apply([_ref_update(self, ref, merge_id, theirs, note)], objects)
+                self._apply([_ref_update(ref, merge_id, theirs, note)], objects)
             except StaleCache:
                 base_snapshot = self._encode(snapshot, None, None, transient_keys(obj))
                 ours_id, ours_encoded = fields.encode(
@@ -974,7 +973,7 @@ class Repo:
             for _attempt in range(_MAX_ATTEMPTS):
                 written = self.objects.encode_snapshot(result.snapshot, state_codec=codec)
                 commit_id, encoded = fields.encode(written.snapshot_id, (head, source))
-                update = _ref_update(self, ref, commit_id, head, f"merge {rev}")
+                update = _ref_update(ref, commit_id, head, f"merge {rev}")
                 try:
                     self._apply([update], {**written.objects, commit_id: encoded})
                 except StaleCache:
@@ -1090,9 +1089,7 @@ def _location(path: object) -> str:
     return text
 
 
-def _ref_update(
-    repo: Repo, ref: str, new: ObjectId | None, expected: Expected, note: str
-) -> RefUpdate:
+def _ref_update(ref: str, new: ObjectId | None, expected: Expected, note: str) -> RefUpdate:
     # The store also logs the move in HEAD's reflog when ``ref`` is the default branch.
     return RefUpdate(ref, new, expected, note)
 
@@ -1208,19 +1205,6 @@ class _CommitFields:
 def _check_limit(limit: object) -> None:
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
         raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
-
-
-def _parse_id(text: object, argument: str) -> ObjectId:
-    """Parse a full 64-character hex id (``TypeError`` / ``InvalidRevision`` otherwise)."""
-    if not isinstance(text, str):
-        raise TypeError(f"{argument} must be a hex id string, got {type(text).__name__}")
-    if len(text) != 64 or not all(c in "0123456789abcdefABCDEF" for c in text):
-        shown = text[:80].encode("unicode_escape").decode("ascii")
-        raise InvalidRevision(
-            f"{argument} {shown!r} is not a full object id (64 hex characters); resolve a "
-            "revision first with repo.resolve(rev)"
-        )
-    return from_hex(text.lower())
 
 
 class _Context:
