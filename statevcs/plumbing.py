@@ -321,6 +321,7 @@ class Refs:
 RESERVED_CONFIG_KEYS = {
     "core.format": "the repository format this version reads",
     "core.durability": "chosen when the repository is created",
+    "core.id": "the repository's identity, set when it is created",
     "gc.generation": "bumped by garbage collection",
 }
 """Config keys statevcs maintains itself, and why they are not for hand editing."""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
+import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -84,6 +86,7 @@ DEFAULT_AUTHOR = "statevcs <statevcs@localhost>"
 MEMORY_URL = "memory://"
 REPOSITORY_FORMAT = "1"
 DURABILITY_KEY = "core.durability"
+REPOSITORY_ID_KEY = "core.id"
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,11 +198,9 @@ class Repo:
         self._lock = threading.RLock()
         # Objects are tracked per repository, not per handle: an object checked out through
         # one handle and committed through another is still the same stale object.
-        with _TRACKED_LOCK:
-            self._tracked = _TRACKED.setdefault(_repository_key(store), {})
+        self._tracked, self._dicts = _registries(store)
         # Plain dicts cannot be weakly referenced: the last few this handle synced are held
         # here (by reference, so an id is never reused while its entry lives).
-        self._dicts: OrderedDict[int, tuple[Any, _Sync]] = OrderedDict()
         self._head_ref: str | None = store.get_symbolic(HEAD)
         self._head_commit: ObjectId | None = (
             None if self._head_ref is not None else store.get_ref(HEAD)
@@ -268,6 +269,9 @@ class Repo:
                     f"cannot create {folder}: {exc}; choose another path"
                 ) from None
             store = SQLiteStore(folder / DB_FILENAME, durability=durability)
+            # A repository's own identity: a new repository at the path of a deleted one is
+            # another repository (objects synced with the old one must not splice onto it).
+            store.config_set(REPOSITORY_ID_KEY, uuid.uuid4().hex)
             repo = cls(store, serializer=serializer, author=author, path=folder, adapters=adapters)
         repo.store.set_symbolic(HEAD, ref)
         repo.store.config_set("core.format", REPOSITORY_FORMAT)
@@ -401,10 +405,7 @@ class Repo:
 
     def _set_sync(self, obj: Any, sync: _Sync) -> None:
         if not _weakrefable(obj):
-            self._dicts[id(obj)] = (obj, sync)
-            self._dicts.move_to_end(id(obj))
-            while len(self._dicts) > DICT_MEMORY:
-                self._dicts.popitem(last=False)
+            _remember_dict(self._dicts, obj, sync)
             self._head_ref = sync.branch
             self._head_commit = None if sync.branch is not None else sync.commit
             return
@@ -528,7 +529,7 @@ class Repo:
                         obj,
                         adapter,
                         ref,
-                        sync,
+                        parents,
                         snapshot,
                         written,
                         fields,
@@ -594,7 +595,7 @@ class Repo:
         obj: Any,
         adapter: Adapter,
         ref: str,
-        sync: _Sync | None,
+        parents: tuple[ObjectId, ...],
         snapshot: Snapshot,
         written: WrittenSnapshot,
         fields: _CommitFields,
@@ -602,10 +603,10 @@ class Repo:
         ours_encoded: bytes,
         theirs: ObjectId,
     ) -> Commit:
-        """Write our commit beside the branch and merge it into the branch tip (see commit)."""
+        """Write our commit (on ``parents``) beside the branch and merge it into the tip."""
         from .merge import merge_snapshots
 
-        synced = sync.commit if sync is not None else None
+        synced = parents[0] if parents else None
         ours = _as_stored(snapshot, self.serializer, transient_keys(obj))
         ours_objects = {**written.objects, ours_id: ours_encoded}
         for _attempt in range(_MAX_ATTEMPTS):
@@ -632,9 +633,7 @@ class Repo:
                 self._apply([_ref_update(ref, merge_id, theirs, note)], objects)
             except StaleCache:
                 base_snapshot = self._encode(snapshot, None, None, transient_keys(obj))
-                ours_id, ours_encoded = fields.encode(
-                    base_snapshot.snapshot_id, (synced,) if synced else ()
-                )
+                ours_id, ours_encoded = fields.encode(base_snapshot.snapshot_id, parents)
                 ours_objects = {**base_snapshot.objects, ours_id: ours_encoded}
                 continue
             except RefConflict as conflict:
@@ -1028,17 +1027,51 @@ OnConflict = Literal["raise", "merge"]
 _MAX_ATTEMPTS = 16
 
 
-DICT_MEMORY = 16
-"""How many plain dicts a handle remembers the sync of (objects that can be weakly referenced,
+DICT_MEMORY = 256
+"""How many plain dicts still in use a repository remembers the sync of, in this process
+(dicts nobody else holds any more are forgotten first; objects that can be weakly referenced,
 such as a ``statevcs.Snapshot`` or a Strands ``Agent``, are tracked without a limit)."""
 
-_TRACKED: dict[str, dict[int, tuple[weakref.ref[Any], _Sync]]] = {}
-_TRACKED_LOCK = threading.Lock()
+_REGISTRY_REFERENCES = 4  # see _unreferenced
+
+_Tracked = dict[int, tuple[weakref.ref[Any], _Sync]]
+_Dicts = OrderedDict[int, tuple[Any, _Sync]]
+_REGISTRIES: dict[str, tuple[_Tracked, _Dicts]] = {}
+_REGISTRIES_LOCK = threading.Lock()
 
 
-def _repository_key(store: Store) -> str:
-    """Identify the repository a store opens, so every handle on it shares object tracking."""
-    return store.identity
+def _registries(store: Store) -> tuple[_Tracked, _Dicts]:
+    """What every handle on the store's repository knows of live objects (shared)."""
+    key = store.identity
+    with _REGISTRIES_LOCK:
+        found = _REGISTRIES.get(key)
+        if found is None:
+            found = _REGISTRIES[key] = ({}, OrderedDict())
+            if isinstance(store, MemoryStore):
+                # A memory repository dies with its store: so does what was known of it.
+                weakref.finalize(store, _REGISTRIES.pop, key, None)
+        return found
+
+
+def _remember_dict(dicts: _Dicts, obj: Any, sync: _Sync) -> None:
+    """Remember a plain dict's sync; forget first the dicts nobody else holds any more."""
+    with _REGISTRIES_LOCK:
+        dicts[id(obj)] = (obj, sync)
+        dicts.move_to_end(id(obj))
+        if len(dicts) <= DICT_MEMORY:
+            return
+        for key in [k for k, (held, _) in dicts.items() if _unreferenced(held)]:
+            del dicts[key]
+        while len(dicts) > DICT_MEMORY:
+            dicts.popitem(last=False)
+
+
+def _unreferenced(obj: Any) -> bool:
+    # Held only by the registry's tuple (plus this call's argument and the caller's loop):
+    # no program can commit that dict again, so forgetting it loses nothing. On Pythons
+    # without reference counts nothing is pruned early.
+    counter = getattr(sys, "getrefcount", None)
+    return counter is not None and counter(obj) <= _REGISTRY_REFERENCES
 
 
 def _weakrefable(obj: Any) -> bool:

@@ -220,8 +220,20 @@ class SQLiteStore(Store):
 
     @property
     def identity(self) -> str:
-        """The database file's resolved path: every handle on it is one repository."""
-        return f"sqlite:{self.path.resolve()}"
+        """The database file's path and the repository's id (``core.id``, set at init).
+
+        Every handle on one repository gets the same identity; a new repository created where
+        a deleted one was gets another. Repositories made before ``core.id`` existed use the
+        file's inode and creation time instead.
+        """
+        cached = self.__dict__.get("_identity")
+        if cached is None:
+            token = self.config_get("core.id")
+            if token is None:
+                stat = self.path.stat()
+                token = f"{stat.st_ino}-{stat.st_ctime_ns}"
+            cached = self.__dict__["_identity"] = f"sqlite:{self.path.resolve()}:{token}"
+        return str(cached)
 
     # --- transactions -------------------------------------------------------
 

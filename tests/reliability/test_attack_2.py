@@ -110,13 +110,13 @@ def test_memory_repositories_never_share_what_they_know_of_an_object() -> None:
 
 def test_memory_repositories_leave_nothing_behind_in_the_tracking_registry() -> None:
     gc.collect()
-    before = len(statevcs.repo._TRACKED)
+    before = len(statevcs.repo._REGISTRIES)
     for _ in range(50):
         with Repo.init("memory://") as repo:
             repo.commit(Snapshot(state={"x": 1}))
     gc.collect()
     # A server creating a memory:// repository per request must not grow without bound.
-    assert len(statevcs.repo._TRACKED) - before < 50
+    assert len(statevcs.repo._REGISTRIES) - before < 50
 
 
 # --- plain dicts remembered per handle -------------------------------------------------------
