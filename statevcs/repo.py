@@ -545,11 +545,15 @@ class Repo:
             )
 
     def _tip_messages(self, ref: str) -> StoredMessages | None:
+        """The tip's stored conversation, to splice onto (``None``: write the tree whole)."""
         tip = self._store.get_ref(ref)
         if tip is None:
             return None
-        snapshot = self.objects.load_snapshot(self._load_commit(tip).snapshot)
-        return stored_messages(self.objects, snapshot)
+        try:
+            snapshot = self.objects.load_snapshot(self._load_commit(tip).snapshot)
+            return stored_messages(self.objects, snapshot)
+        except (MissingObject, CorruptObject):
+            return None  # a damaged tip is fsck's to report; this commit writes its own tree
 
     def _encode(
         self,
