@@ -91,6 +91,16 @@ class Store(abc.ABC):
     def put_many(self, objects: Mapping[ObjectId, bytes]) -> int:
         """Store objects that are not stored yet; return how many were new."""
 
+    def ancestry(self, starts: Iterable[ObjectId], limit: int) -> dict[ObjectId, bytes]:
+        """Return the stored bytes of ``starts`` and of up to ``limit`` commits below them.
+
+        A read-ahead hint for history walks: a backend that indexes commit parents answers with
+        a whole stretch of history in one round trip. Callers still read parents from the
+        bytes returned (the index is never trusted for content); anything missing is read
+        later one object at a time. The default returns the starts only.
+        """
+        return self.get_many(starts)
+
     @abc.abstractmethod
     def has_many(self, ids: Iterable[ObjectId]) -> set[ObjectId]:
         """Return the subset of ``ids`` that exist."""
