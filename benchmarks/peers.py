@@ -241,13 +241,14 @@ class StatevcsCommit(System):
         self.path = self.folder / "repo"
         self.repo = statevcs.Repo.init(self.path)
         self.state: dict[str, Any] = {"messages": statevcs.tracked_messages(), "turn": 0}
+        self.commits: dict[int, str] = {}
 
     def turn(self, turn: int) -> tuple[float, float]:
         begin = time.perf_counter()
         self.state["messages"].extend(dict_turn(turn))
         self.state["turn"] = turn
         start = time.perf_counter()
-        self.repo.commit(self.state, f"turn {turn}")
+        self.commits[turn] = self.repo.commit(self.state, f"turn {turn}").id
         end = time.perf_counter()
         return end - start, end - begin
 
@@ -259,7 +260,8 @@ class StatevcsCommit(System):
             return timed_listing(repo.log("main"), budget)
 
     def _rev(self, turn: int | None) -> str:
-        return "main" if turn is None else f"main~{self.turns - turn}"
+        # By commit id, as LangGraph restores by checkpoint id (``main~k`` walks k commits).
+        return "main" if turn is None else self.commits[turn]
 
     def restore(self, turn: int | None) -> float:
         with statevcs.Repo.open(self.path) as repo:
@@ -703,7 +705,8 @@ class StrandsSystem(System):
             took = asyncio.run(timed())
         else:
             with statevcs.Repo.open(self.path) as repo:
-                rev = "bench" if turn is None else f"bench~{self.turns - turn}"
+                # A commit id, as Strands restores a snapshot id (``bench~k`` walks k commits).
+                rev = "bench" if turn is None else repo.resolve(f"bench~{self.turns - turn}")
                 start = time.perf_counter()
                 repo.checkout(agent, rev)
                 took = time.perf_counter() - start
@@ -997,6 +1000,14 @@ def report(rows: list[Row], args: argparse.Namespace, sizes: list[int]) -> None:
     print_targets(rows, args.turns)
 
 
+def ratio(a: float | None, b: float | None) -> str:
+    """``a / b`` as ``12.3x`` (two decimals below 1), ``-`` when either is missing."""
+    if a is None or not b:
+        return "-"
+    value = a / b
+    return f"{value:,.1f}x" if value >= 1 else f"{value:.2f}x"
+
+
 def print_ratios(rows: list[Row], turns: int, sizes: list[int]) -> None:
     """Every figure divided by its statevcs counterpart's (``x`` times statevcs)."""
     by_name = {row.name: row for row in rows if not row.status}
@@ -1021,7 +1032,7 @@ def print_ratios(rows: list[Row], turns: int, sizes: list[int]) -> None:
         cells = []
         for column in columns:
             a, b = mine.get(column), theirs.get(column)
-            cells.append(f"{a / b:,.1f}x" if a is not None and b else "-")
+            cells.append(ratio(a, b))
         table.append([row.name, reference.name, *cells])
     print_table(["system", "vs", *columns], table)
 
@@ -1123,7 +1134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--list-budget",
         type=float,
-        default=60.0,
+        default=30.0,
         help="seconds after which a history listing is stopped (reported as a lower bound)",
     )
     parser.add_argument(

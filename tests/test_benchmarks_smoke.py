@@ -1,0 +1,130 @@
+"""Smoke test of the peer benchmark: the command runs on a tiny workload and prints every row.
+
+No timing is asserted (performance claims come from the full run in docs/benchmarks.md); this
+keeps the script from rotting as statevcs, LangGraph and Strands change under it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "peers.py"
+
+SYSTEMS = (
+    "statevcs repo.commit (dict)",
+    "LangGraph SqliteSaver (add_messages)",
+    "LangGraph SqliteSaver (DeltaChannel)",
+    "LangGraph StateVCSSaver (add_messages)",
+    "LangGraph StateVCSSaver (DeltaChannel)",
+    "Strands SnapshotSessionManager",
+    "Strands StateVCSSessionManager",
+    "JSON file per turn",
+)
+
+
+def _saver_exists() -> bool:
+    """Whether ``StateVCSSaver`` imports (the benchmark prints "not available yet" otherwise)."""
+    try:
+        from statevcs.integrations.langgraph import StateVCSSaver  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+SAVER_EXISTS = _saver_exists()
+SIZE = re.compile(r"^[\d,.]+ (B|KB|MB|GB)$")
+DURATION = re.compile(r"^[\d,.]+ ms$")
+
+
+def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+
+
+def table_rows(output: str, title: str) -> dict[str, list[str]]:
+    """The cells of the Markdown table under the heading starting with ``title``, by system."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    rows: dict[str, list[str]] = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            if rows:
+                break
+            continue
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if cells[0] != "system" and not set(cells[0]) <= {"-"}:
+            rows[cells[0]] = cells
+    return rows
+
+
+@pytest.fixture(scope="module")
+def smoke(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    tmp_path = tmp_path_factory.mktemp("peers")
+    return run(
+        tmp_path, "--turns", "20", "--forks", "2", "--sizes", "40", "--samples", "2"
+    ), tmp_path
+
+
+def test_every_system_gets_a_row_with_figures(
+    smoke: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    result, _ = smoke
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = table_rows(result.stdout, "## W1:")
+    assert list(rows) == list(SYSTEMS)
+    for name, cells in rows.items():
+        if "StateVCSSaver" in name and not SAVER_EXISTS:
+            assert cells[1] == "not available yet", cells
+            continue
+        bytes_closed, _wal, persist_early, persist_late = cells[1:5]
+        assert SIZE.match(bytes_closed), cells
+        assert DURATION.match(persist_early) and DURATION.match(persist_late), cells
+        restore_latest, restore_10, fork_bytes = cells[-3:]
+        assert DURATION.match(restore_latest) and DURATION.match(restore_10), cells
+        assert SIZE.match(fork_bytes), cells
+    w3 = table_rows(result.stdout, "## W3:")
+    assert list(w3) == list(SYSTEMS)
+
+
+def test_ratios_targets_and_machine_are_printed(
+    smoke: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    result, _ = smoke
+    assert result.stdout.startswith("# Peer benchmark")
+    assert "machine: " in result.stdout and "langgraph 1." in result.stdout
+    ratios = table_rows(result.stdout, "## Ratios")
+    assert "LangGraph SqliteSaver (add_messages)" in ratios
+    assert "Strands SnapshotSessionManager" in ratios
+    assert "## Issue 11 targets" in result.stdout
+    if SAVER_EXISTS:
+        assert "[met]" in result.stdout or "[MISSED]" in result.stdout
+
+
+def test_scratch_files_are_removed(smoke: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    _, tmp_path = smoke
+    assert list((tmp_path / "scratch").iterdir()) == []
+    assert [path.name for path in tmp_path.iterdir()] == ["scratch"]
+
+
+def test_too_few_turns_is_refused(tmp_path: Path) -> None:
+    result = run(tmp_path, "--turns", "5")
+    assert result.returncode == 2
+    assert "--turns must be at least 10" in result.stderr
