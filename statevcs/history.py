@@ -15,6 +15,9 @@ from .hashing import ObjectId, to_hex
 from .objectdb import ObjectDB
 from .objects import CommitObject
 
+_FIRST_READ_AHEAD = 16
+_MAX_READ_AHEAD = 1024
+
 
 class CommitGraph:
     """Parents and timestamps of commits, read once each from an object database."""
@@ -22,30 +25,37 @@ class CommitGraph:
     def __init__(self, db: ObjectDB) -> None:
         self._db = db
         self._commits: dict[ObjectId, CommitObject] = {}
+        self._read_ahead = _FIRST_READ_AHEAD
 
     def commit(self, commit_id: ObjectId) -> CommitObject:
         """Return the commit object ``commit_id`` (``CorruptObject`` if it is something else)."""
         found = self._commits.get(commit_id)
         if found is None:
-            obj = self._db.load(commit_id)
-            if not isinstance(obj, CommitObject):
-                raise CorruptObject(
-                    to_hex(commit_id), f"expected a commit, found {type(obj).__name__}"
-                )
-            found = self._commits[commit_id] = obj
+            self._load([commit_id])
+            found = self._commits[commit_id]
         return found
 
     def preload(self, ids: Iterable[ObjectId]) -> None:
         """Read the commits in ``ids`` that are not loaded yet in one batch."""
         wanted = [i for i in dict.fromkeys(ids) if i not in self._commits]
-        if not wanted:
-            return
-        for commit_id, obj in self._db.load_many(wanted).items():
+        if wanted:
+            self._load(wanted)
+
+    def _load(self, wanted: Sequence[ObjectId]) -> None:
+        # A miss usually means the walk goes on below: read a stretch of history at once (one
+        # query on SQLite), a longer one each time, so a short log stays cheap.
+        loaded = self._db.read_ahead(wanted, self._read_ahead)
+        self._read_ahead = min(self._read_ahead * 2, _MAX_READ_AHEAD)
+        for commit_id in wanted:
+            obj = loaded[commit_id]
             if not isinstance(obj, CommitObject):
                 raise CorruptObject(
                     to_hex(commit_id), f"expected a commit, found {type(obj).__name__}"
                 )
             self._commits[commit_id] = obj
+        for other_id, other in loaded.items():
+            if isinstance(other, CommitObject):
+                self._commits.setdefault(other_id, other)
 
     def parents(self, commit_id: ObjectId) -> tuple[ObjectId, ...]:
         """Return the parents of ``commit_id``."""

@@ -13,7 +13,7 @@ calls :meth:`ObjectDB.forget` and writes every object it needs again.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from .errors import CorruptObject, MissingObject
 from .hashing import ObjectId, to_hex
@@ -69,6 +69,25 @@ class ObjectDB:
                 obj = decode(object_id, data)
                 result[object_id] = obj
                 self._remember(object_id, obj, data)
+        return result
+
+    def read_ahead(self, starts: Sequence[ObjectId], limit: int) -> dict[ObjectId, StoredObject]:
+        """Return ``starts`` and up to ``limit`` objects the store offers below them (history).
+
+        Each object is checked against its id like every read; every start must exist
+        (``MissingObject``), the others are whatever the store's index had at hand.
+        """
+        found = self.store.ancestry(starts, limit)
+        for start in starts:
+            if start not in found:
+                raise MissingObject(to_hex(start))
+        result: dict[ObjectId, StoredObject] = {}
+        for object_id, data in found.items():
+            cached = self._nodes.get(object_id)
+            if cached is None:
+                cached = decode(object_id, data)
+                self._remember(object_id, cached, data)
+            result[object_id] = cached
         return result
 
     def load_values(self, ids: Iterable[ObjectId]) -> dict[ObjectId, Doc | Blob]:

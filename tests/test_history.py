@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -148,3 +150,86 @@ def test_topological_order_walks_histories_longer_than_the_recursion_limit() -> 
 
     assert topological_order(merges, [b"e"], stop=stop) == [b"d", b"e"]
     assert b"a" not in asked  # nothing is walked past a stopped commit
+
+
+# --- reading history in stretches (the SQLite parents index) ---------------------------------
+
+
+def _linear_sqlite_repo(path: str, commits: int) -> list[str]:
+    with Repo.init(path) as repo:
+        state: dict[str, list[str]] = {"messages": []}
+        for index in range(commits):
+            state["messages"].append(f"m{index}")
+            repo.commit(state, message=f"c{index}")
+        return [c.id for c in repo.log()]
+
+
+def _count_statements(repo: Repo) -> list[str]:
+    statements: list[str] = []
+    repo.store._db.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+    return statements
+
+
+def test_log_of_a_long_history_reads_commits_in_a_few_queries(tmp_path: Path) -> None:
+    expected = _linear_sqlite_repo(str(tmp_path / "r"), 1000)
+    with Repo.open(tmp_path / "r") as repo:
+        statements = _count_statements(repo)
+        assert [c.id for c in repo.log()] == expected
+        # One statement per commit before the index (about 1,000); a few read-aheads now.
+        assert len(statements) <= 20
+
+
+def test_a_short_log_does_not_read_the_whole_history(tmp_path: Path) -> None:
+    _linear_sqlite_repo(str(tmp_path / "r"), 300)
+    with Repo.open(tmp_path / "r") as repo:
+        graph = CommitGraph(repo.objects)
+        head = repo.refs.get("refs/heads/main")
+        assert head is not None
+        list(walk(graph, [head], limit=3))
+        assert len(graph._commits) < 60
+
+
+def test_a_repository_from_before_the_index_is_indexed_when_opened(tmp_path: Path) -> None:
+    expected = _linear_sqlite_repo(str(tmp_path / "r"), 200)
+    db = sqlite3.connect(tmp_path / "r" / "statevcs.sqlite3")
+    db.execute("DROP TABLE parents")
+    db.commit()
+    db.close()
+    with Repo.open(tmp_path / "r") as repo:
+        statements = _count_statements(repo)
+        assert [c.id for c in repo.log()] == expected
+        assert len(statements) <= 20
+
+
+def test_a_wrong_parents_index_costs_queries_never_a_wrong_history(tmp_path: Path) -> None:
+    expected = _linear_sqlite_repo(str(tmp_path / "r"), 100)
+    db = sqlite3.connect(tmp_path / "r" / "statevcs.sqlite3")
+    # Point every commit at every other object, and drop half of the true rows.
+    ids = [row[0] for row in db.execute("SELECT id FROM objects")]
+    db.execute("DELETE FROM parents WHERE substr(child, 1, 1) < x'80'")
+    db.executemany(
+        "INSERT OR IGNORE INTO parents (child, parent) VALUES (?, ?)",
+        [(a, b) for a in ids[:50] for b in ids[:50]],
+    )
+    db.commit()
+    db.close()
+    with Repo.open(tmp_path / "r") as repo:
+        assert [c.id for c in repo.log()] == expected
+        assert [c.message for c in repo.log(limit=3)] == ["c99", "c98", "c97"]
+        assert repo.merge_base("main", "main~40") == expected[40]
+
+
+def test_gc_removes_the_index_rows_of_the_commits_it_deletes(tmp_path: Path) -> None:
+    _linear_sqlite_repo(str(tmp_path / "r"), 20)
+    with Repo.open(tmp_path / "r") as repo:
+        repo.branch("side", "main~5")
+        repo.reset("main", "main~10")
+        repo.delete_branch("side")
+        repo.gc(grace="0s", expire_reflog="0s")
+        assert len(list(repo.log())) == 10
+    db = sqlite3.connect(tmp_path / "r" / "statevcs.sqlite3")
+    children = {row[0] for row in db.execute("SELECT child FROM parents")}
+    objects = {row[0] for row in db.execute("SELECT id FROM objects")}
+    db.close()
+    assert children <= objects
+    assert len(children) == 9

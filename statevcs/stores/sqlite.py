@@ -19,9 +19,11 @@ from ..errors import (
     RefsChanged,
     RepositoryNotFound,
     StaleCache,
+    StateVCSError,
     StoreError,
 )
 from ..hashing import ObjectId
+from ..objects import CommitObject, decode
 from .base import (
     ANY,
     RefsState,
@@ -61,6 +63,26 @@ CREATE TABLE IF NOT EXISTS config (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS parents (
+    child BLOB NOT NULL,
+    parent BLOB NOT NULL,
+    PRIMARY KEY (child, parent)
+) WITHOUT ROWID;
+"""
+
+# An index of commit parents, derived from the commit objects and written with them, so a walk
+# of history reads a long stretch of commits in one query. It is only a read-ahead hint: parents
+# are always read from the commit bytes themselves, so a missing or wrong row costs a query,
+# never a wrong answer.
+_COMMIT_PREFIX = b"\x97\xa6commit"  # how every encoded commit begins: ["commit", ...] of 7
+_ANCESTRY = """
+WITH RECURSIVE walk(id) AS (
+    {starts}
+    UNION
+    SELECT parents.parent FROM parents JOIN walk ON parents.child = walk.id
+    LIMIT ?
+)
+SELECT objects.id, objects.data FROM walk JOIN objects ON objects.id = walk.id
 """
 
 _BATCH = 500  # stay well under SQLite's host-parameter limit
@@ -209,10 +231,13 @@ class SQLiteStore(Store):
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
             self._db.execute(f"PRAGMA journal_size_limit={_WAL_LIMIT_BYTES}")
             self._db.execute(f"PRAGMA wal_autocheckpoint={_WAL_CHECKPOINT_PAGES}")
-            with self._write():
+            with self._write() as db:
+                indexed = _has_table(db, "parents")
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
-                        self._db.execute(statement)
+                        db.execute(statement)
+                if not indexed:
+                    _index_existing_commits(db)
         except sqlite3.Error as exc:
             raise StoreError(
                 f"cannot open SQLite store {self.path}: {exc}; check the path and permissions"
@@ -262,6 +287,19 @@ class SQLiteStore(Store):
                 found[_row_id(object_id)] = _row_data(object_id, data)
         return found
 
+    def ancestry(self, starts: Iterable[ObjectId], limit: int) -> dict[ObjectId, bytes]:
+        """Return ``starts`` and up to ``limit`` commits below them, in one query."""
+        wanted = list(dict.fromkeys(starts))
+        if not wanted:
+            return {}
+        first, rest = wanted[:_BATCH], wanted[_BATCH:]
+        values = "VALUES " + ",".join(["(?)"] * len(first))
+        rows = self._query(_ANCESTRY.format(starts=values), [*first, len(first) + limit])
+        found = {_row_id(object_id): _row_data(object_id, data) for object_id, data in rows}
+        if rest:
+            found.update(self.get_many(rest))
+        return found
+
     def put_many(self, objects: Mapping[ObjectId, bytes]) -> int:
         """Store the objects that are new; return how many were new."""
         if not objects:
@@ -276,7 +314,9 @@ class SQLiteStore(Store):
             "INSERT OR IGNORE INTO objects (id, data, created) VALUES (?, ?, ?)",
             [(object_id, data, now) for object_id, data in objects.items()],
         )
-        return db.total_changes - before
+        added = db.total_changes - before
+        _index_commits(db, objects)
+        return added
 
     def has_many(self, ids: Iterable[ObjectId]) -> set[ObjectId]:
         """Return the subset of ``ids`` that exist."""
@@ -326,6 +366,7 @@ class SQLiteStore(Store):
                 batch = wanted[start : start + _BATCH]
                 marks = ",".join("?" * len(batch))
                 deleted += db.execute(f"DELETE FROM objects WHERE id IN ({marks})", batch).rowcount
+                db.execute(f"DELETE FROM parents WHERE child IN ({marks})", batch)
         return deleted
 
     def generation(self) -> int:
@@ -523,6 +564,46 @@ class SQLiteStore(Store):
         """Close the database connection."""
         with self._lock:
             self._db.close()
+
+
+def _has_table(db: sqlite3.Connection, name: str) -> bool:
+    row = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+    return row.fetchone() is not None
+
+
+def _commit_parents(object_id: object, data: object) -> tuple[ObjectId, ...]:
+    """The parents named by a commit's bytes; nothing for other (or undecodable) objects."""
+    if not isinstance(object_id, bytes) or not isinstance(data, bytes):
+        return ()
+    if not data.startswith(_COMMIT_PREFIX):
+        return ()
+    try:
+        obj = decode(object_id, data, check_hash=False)
+    except StateVCSError:
+        return ()
+    return obj.parents if isinstance(obj, CommitObject) else ()
+
+
+def _index_commits(db: sqlite3.Connection, objects: Mapping[ObjectId, bytes]) -> None:
+    rows = [
+        (object_id, parent)
+        for object_id, data in objects.items()
+        for parent in _commit_parents(object_id, data)
+    ]
+    if rows:
+        db.executemany("INSERT OR IGNORE INTO parents (child, parent) VALUES (?, ?)", rows)
+
+
+def _index_existing_commits(db: sqlite3.Connection) -> None:
+    """Fill the parents index of a repository written before it existed (once, at open)."""
+    if not _has_table(db, "objects"):
+        return
+    cursor = db.execute(
+        "SELECT id, data FROM objects WHERE substr(data, 1, ?) = ?",
+        (len(_COMMIT_PREFIX), _COMMIT_PREFIX),
+    )
+    while rows := cursor.fetchmany(_BATCH):
+        _index_commits(db, {i: d for i, d in rows if isinstance(i, bytes) and isinstance(d, bytes)})
 
 
 class _Transaction:
