@@ -1,0 +1,1023 @@
+"""``StateVCSSaver``: a LangGraph checkpointer whose threads are statevcs branches."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import os
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import partial
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+    PendingWrite,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from ...errors import RefConflict, RepositoryNotFound, StaleCache
+from ...hashing import ObjectId
+from ...objects import CommitObject
+from ...refs import MAX_REF_NAME_LENGTH
+from ...repo import MEMORY_URL, Repo
+from ...snapshot import MessageBase, Snapshot
+from ...stores.base import RefUpdate
+from . import store
+from .codec import is_plain, unwrap, wrap_writes
+from .errors import InvalidCheckpointConfig, LangGraphError, ThreadExists
+from .names import (
+    BRANCH_ROOT,
+    HEADS_ROOT,
+    WRITES_ROOT,
+    ThreadKey,
+    belongs_to,
+    encode,
+    parse_branch,
+    thread_folders,
+)
+
+_ATTEMPTS = 16
+_CACHE = 64
+_T = TypeVar("_T")
+
+
+class UnknownStrategy(LangGraphError, ValueError):
+    """``prune`` was given a strategy other than ``"keep_latest"`` or ``"delete"``."""
+
+
+class StateVCSSaver(BaseCheckpointSaver[int]):
+    """A LangGraph checkpointer storing threads as branches and checkpoints as commits.
+
+    ``StateVCSSaver(repo)`` works on any statevcs repository (SQLite, memory, ...). Each
+    ``(thread_id, checkpoint_ns)`` is the branch ``threads/<thread>`` (``threads/<thread>.ns-<ns>``
+    for a subgraph); each checkpoint a commit whose parent is its parent checkpoint's commit.
+    List-valued channels (``messages``) are stored as one prolly list, so a step writes only
+    its new items. ``serde`` (LangGraph's ``JsonPlusSerializer`` by default) stores values
+    that are not plain JSON.
+    """
+
+    def __init__(self, repo: Repo, *, serde: SerializerProtocol | None = None) -> None:
+        if not isinstance(repo, Repo):
+            raise TypeError(f"repo must be a statevcs.Repo, got {type(repo).__name__}")
+        if serde is not None and not (
+            callable(getattr(serde, "dumps_typed", None))
+            and callable(getattr(serde, "loads_typed", None))
+        ):
+            raise TypeError(
+                f"serde must implement LangGraph's SerializerProtocol, got {type(serde).__name__}"
+            )
+        super().__init__(serde=serde)
+        self.repo: Repo = repo
+        """The repository the checkpoints live in."""
+        self._lock = threading.RLock()
+        self._items: OrderedDict[ObjectId, dict[str, tuple[Any, ...]]] = OrderedDict()
+
+    @classmethod
+    @contextmanager
+    def from_path(
+        cls, path: str | os.PathLike[str], *, serde: SerializerProtocol | None = None
+    ) -> Iterator[StateVCSSaver]:
+        """Open (or create) the repository at ``path`` and yield a saver; close it afterwards.
+
+        ``path`` is a folder (created with a new repository if it holds none) or
+        ``"memory://"``.
+        """
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or a path, got {type(path).__name__}")
+        if os.fspath(path) == MEMORY_URL:
+            repo = Repo.init(MEMORY_URL)
+        else:
+            try:
+                repo = Repo.open(path)
+            except RepositoryNotFound:
+                repo = Repo.init(path)
+        try:
+            yield cls(repo, serde=serde)
+        finally:
+            repo.close()
+
+    # --- config parsing ---------------------------------------------------------------
+
+    def _key(self, config: object, argument: str = "config") -> ThreadKey:
+        configurable = _configurable(config, argument)
+        if "thread_id" not in configurable:
+            raise InvalidCheckpointConfig(
+                f"{argument} names no thread: pass "
+                '{"configurable": {"thread_id": "..."}} (any string)'
+            )
+        thread_id = _thread_id(
+            configurable["thread_id"], f"{argument}['configurable']['thread_id']"
+        )
+        ns = configurable.get("checkpoint_ns", "")
+        if ns is None:
+            ns = ""
+        if not isinstance(ns, str):
+            raise TypeError(
+                f"{argument}['configurable']['checkpoint_ns'] must be a str, got "
+                f"{type(ns).__name__}"
+            )
+        return ThreadKey.of(thread_id, ns)
+
+    # --- reading ----------------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Return the checkpoint ``config`` names (its ``checkpoint_id``, else the latest)."""
+        key = self._key(config)
+        checkpoint_id = _checkpoint_id(config, "config")
+        with self._lock:
+            if checkpoint_id is None:
+                tip = self.repo.refs.get(key.branch)
+                if tip is None:
+                    return None
+                found: store.Stored | None = store.load(self.repo.objects, tip)
+            else:
+                found = store.find(self.repo, store.read_heads(self.repo, key), checkpoint_id)
+            if found is None:
+                return None
+            side = self.repo.refs.get(key.writes_ref(found.checkpoint_id))
+            result, lists = self._tuple(key, found, side, None)
+            self._remember(found.commit_id, lists)
+            return result
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Yield checkpoints newest first (by id), as LangGraph's own savers do.
+
+        ``config`` picks a thread (and a namespace, if it names one; ``None``: every thread);
+        ``filter`` matches metadata keys; ``before`` keeps ids older than its checkpoint's;
+        ``limit`` caps the count. Decoded items are shared between the yielded checkpoints.
+        """
+        if filter is not None and not isinstance(filter, Mapping):
+            raise TypeError(f"filter must be a dict, got {type(filter).__name__}")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+            raise TypeError(f"limit must be an int, got {type(limit).__name__}")
+        before_id = _checkpoint_id(before, "before") if before is not None else None
+        keys = self._keys_for(config)
+        wanted_id = _checkpoint_id(config, "config") if config is not None else None
+        return self._list(keys, config, filter, before_id, wanted_id, limit)
+
+    def _keys_for(self, config: RunnableConfig | None) -> builtins.list[tuple[ThreadKey, Any]]:
+        if config is None:
+            found: builtins.list[tuple[ThreadKey, Any]] = []
+            for ref in self.repo.refs.as_dict(BRANCH_ROOT):
+                parsed = parse_branch(ref)
+                if parsed is not None:
+                    found.append((ThreadKey.of(*parsed), parsed[0]))
+            return found
+        configurable = _configurable(config, "config")
+        key = self._key(config)
+        if "checkpoint_ns" in configurable and configurable["checkpoint_ns"] is not None:
+            return [(key, configurable["thread_id"])]
+        branch_prefix, _, _ = thread_folders(key.thread)
+        keys = []
+        for ref in self.repo.refs.as_dict(branch_prefix):
+            parsed = parse_branch(ref)
+            if parsed is not None and belongs_to(ref, key.thread):
+                keys.append((ThreadKey.of(key.thread_id, parsed[1]), configurable["thread_id"]))
+        return keys
+
+    def _list(
+        self,
+        keys: Sequence[tuple[ThreadKey, Any]],
+        config: RunnableConfig | None,
+        filter: Mapping[str, Any] | None,
+        before_id: str | None,
+        wanted_id: str | None,
+        limit: int | None,
+    ) -> Iterator[CheckpointTuple]:
+        remaining = limit
+        memo: dict[ObjectId, Any] = {}
+        for key, given_thread in keys:
+            with self._lock:
+                heads = store.read_heads(self.repo, key)
+                found = sorted(
+                    store.all_commits(self.repo, heads),
+                    key=lambda s: s.checkpoint_id,
+                    reverse=True,
+                )
+                sides = store.side_checkpoint_ids(self.repo, key)
+            for item in found:
+                if wanted_id is not None and item.checkpoint_id != wanted_id:
+                    continue
+                if before_id is not None and item.checkpoint_id >= before_id:
+                    continue
+                if filter:
+                    with self._lock:
+                        meta = store.metadata_of(self.repo, item, self.serde)
+                    if not all(meta.get(k) == v for k, v in filter.items()):
+                        continue
+                if remaining is not None:
+                    if remaining <= 0:
+                        return
+                    remaining -= 1
+                with self._lock:
+                    result, _ = self._tuple(
+                        key, item, sides.get(item.checkpoint_id), memo, given_thread
+                    )
+                yield result
+
+    def _tuple(
+        self,
+        key: ThreadKey,
+        found: store.Stored,
+        side: ObjectId | None,
+        memo: dict[ObjectId, Any] | None,
+        thread_id: Any = None,
+    ) -> tuple[CheckpointTuple, dict[str, builtins.list[Any]]]:
+        repo = self.repo
+        values, lists = store.channel_values(repo, found, self.serde, memo)
+        checkpoint = store.checkpoint_doc(repo, found, self.serde)
+        writes = store.merge_writes(store.own_writes(repo, found), store.side_writes(repo, side))
+        thread = key.thread_id if thread_id is None else thread_id
+        pending: list[PendingWrite] = [
+            (task_id, channel, unwrap(doc, self.serde, f"a pending write to {channel!r}"))
+            for task_id, _idx, channel, doc, _path in wrap_writes(writes)
+        ]
+        parent = found.parent_checkpoint_id
+        result = CheckpointTuple(
+            config=_config(thread, key.checkpoint_ns, found.checkpoint_id),
+            checkpoint={**checkpoint, "channel_values": values},  # type: ignore[typeddict-item]
+            metadata=store.metadata_of(repo, found, self.serde),  # type: ignore[arg-type]
+            parent_config=_config(thread, key.checkpoint_ns, parent) if parent else None,
+            pending_writes=pending,
+        )
+        return result, lists
+
+    def _remember(self, commit_id: ObjectId, lists: Mapping[str, Sequence[Any]]) -> None:
+        self._items[commit_id] = {name: tuple(items) for name, items in lists.items()}
+        self._items.move_to_end(commit_id)
+        while len(self._items) > _CACHE:
+            self._items.popitem(last=False)
+
+    def _parent_items(self, parent: store.Stored, name: str) -> tuple[Any, ...]:
+        cached = self._items.get(parent.commit_id)
+        if cached is not None and name in cached:
+            return cached[name]
+        lists = store.list_items(self.repo, parent, self.serde, None)
+        self._remember(parent.commit_id, lists)
+        return tuple(lists.get(name, ()))
+
+    # --- writing ----------------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store ``checkpoint`` as a commit on its thread's branch; return its config.
+
+        Its parent is the checkpoint ``config`` names. Only channels in ``new_versions`` are
+        serialized again; list channels that grew write only their new items. Nothing is
+        written if any value cannot be stored.
+        """
+        key = self._key(config)
+        parent_id = _checkpoint_id(config, "config")
+        _check_checkpoint(checkpoint)
+        if not isinstance(metadata, Mapping):
+            raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}")
+        if not isinstance(new_versions, Mapping):
+            raise TypeError(f"new_versions must be a dict, got {type(new_versions).__name__}")
+        meta = dict(get_serializable_checkpoint_metadata(config, metadata))
+        with self._lock:
+            for _attempt in range(_ATTEMPTS):
+                heads = store.read_heads(self.repo, key)
+                head_ids = {
+                    c: store.load(self.repo.objects, c).checkpoint_id for c in heads.commits()
+                }
+                parent = store.find(self.repo, heads, parent_id) if parent_id is not None else None
+                side_ref = key.writes_ref(checkpoint["id"])
+                side = self.repo.refs.get(side_ref)
+                built, lists = self._build(
+                    key, checkpoint, meta, new_versions, parent, parent_id, side
+                )
+                drop = {c for c, i in head_ids.items() if i == checkpoint["id"]}
+                if parent is not None:
+                    drop.add(parent.commit_id)
+                note = f"langgraph: checkpoint {checkpoint['id']}"
+                updates = store.head_updates(
+                    key, heads, head_ids, {built.commit_id: checkpoint["id"]}, drop, note
+                )
+                if side is not None:
+                    updates.append(RefUpdate(side_ref, None, side, note))
+                if self._apply(updates, built.objects):
+                    self._remember(built.commit_id, lists)
+                    return _config(
+                        _configurable(config, "config")["thread_id"],
+                        key.checkpoint_ns,
+                        checkpoint["id"],
+                    )
+        raise RefConflict(key.branch, None, None, f"gave up after {_ATTEMPTS} attempts")
+
+    def _apply(self, updates: Sequence[RefUpdate], objects: Mapping[ObjectId, bytes]) -> bool:
+        """Apply ref moves with their objects; ``False`` when a concurrent writer got there."""
+        try:
+            self.repo.refs.update(updates, objects)
+        except (RefConflict, StaleCache):
+            return False
+        for update in updates:
+            if update.new is None:
+                self.repo.refs.delete_reflog(update.name)
+        return True
+
+    def _build(
+        self,
+        key: ThreadKey,
+        checkpoint: Checkpoint,
+        meta: dict[str, Any],
+        new_versions: Mapping[str, Any],
+        parent: store.Stored | None,
+        parent_id: str | None,
+        side: ObjectId | None,
+    ) -> tuple[store.Built, dict[str, Sequence[Any]]]:
+        repo, serde = self.repo, self.serde
+        values = checkpoint["channel_values"]
+        versions = checkpoint["channel_versions"]
+        codec = repo.serializer.name
+        old = store.channels_of(repo, parent) if parent is not None else store.Channels()
+        old_versions: Mapping[str, Any] = (
+            store.checkpoint_doc(repo, parent, serde).get("channel_versions") or {}
+            if parent is not None
+            else {}
+        )
+        old_codec = parent.snapshot(repo.objects).state_codec if parent is not None else codec
+        state: dict[str, bytes] = {}
+        extras: dict[str, Any] = {}
+        lists: dict[str, Sequence[Any]] = {}
+        reused_lists: set[str] = set()
+        for name in versions:
+            if not isinstance(name, str):
+                raise TypeError(f"checkpoint['channel_versions'] keys must be str, got {name!r}")
+            same = (
+                parent is not None
+                and name not in new_versions
+                and old_versions.get(name) == versions[name]
+            )
+            if same and name in old.state and old_codec == codec:
+                state[name] = old.state[name]
+                continue
+            if same and name in old.extras:
+                extras[store.VALUE_PREFIX + name] = old.extras[name]
+                continue
+            if same and name in old.lists:
+                assert parent is not None
+                reused_lists.add(name)
+                lists[name] = _LazyItems(partial(self._parent_items, parent, name))
+                continue
+            if name not in values:
+                continue  # "empty": the channel has no value at this version
+            value = values[name]
+            if type(value) is list:
+                lists[name] = value
+                continue
+            data = (
+                store.serialize_state(repo, name, value)
+                if is_plain(value, allow_bytes=False)
+                else None
+            )
+            if data is not None:
+                state[name] = data
+            else:
+                extras[store.VALUE_PREFIX + name] = store.serde_wrap(
+                    serde, f"channel {name!r}", value
+                )
+        # The list log: new items appended when every list only grew, else written again.
+        new_docs: builtins.list[dict[str, Any]] | None = None
+        if parent is not None and set(old.lists) <= set(lists):
+            new_docs = self._appended(parent, old, lists, reused_lists)
+        previous = store.stored_messages_of(repo, parent.snapshot(repo.objects)) if parent else None
+        base: MessageBase | None = None
+        log: Sequence[Any]
+        if new_docs is not None and previous is not None:
+            base = MessageBase(previous, previous.length)
+            log = store.Log(previous.length, new_docs)
+        else:
+            log = [
+                doc
+                for name in sorted(lists)
+                for doc in store.items_doc(serde, name, list(lists[name]))
+            ]
+        if lists:
+            extras["lists"] = {name: len(items) for name, items in sorted(lists.items())}
+        extras["checkpoint"] = store.serde_wrap(
+            serde, "the checkpoint", {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        )
+        if side is not None:
+            writes = store.side_writes(repo, side)
+            if writes:
+                extras["writes"] = wrap_writes(writes)
+        info: dict[str, Any] = {
+            "checkpoint_id": checkpoint["id"],
+            "parent_checkpoint_id": parent_id,
+            "thread": key.thread,
+            "ns": key.ns,
+        }
+        run_id = meta.get("run_id")
+        if isinstance(run_id, str):
+            info["run_id"] = run_id
+        commit, in_commit = store.checkpoint_commit(
+            repo,
+            parents=(parent.commit_id,) if parent is not None else (),
+            info=info,
+            metadata=meta,
+            ts=checkpoint.get("ts"),
+        )
+        if not in_commit:
+            extras["metadata"] = store.serde_wrap(serde, "metadata", meta)
+        snapshot = Snapshot.model_construct(
+            kind=store.KIND_CHECKPOINT, messages=log, state=state, extras=extras
+        )
+        built = store.encode_commit(
+            repo, snapshot, state_codec=codec, base=base, previous=previous, commit=commit
+        )
+        return built, lists
+
+    def _appended(
+        self,
+        parent: store.Stored,
+        old: store.Channels,
+        lists: Mapping[str, Sequence[Any]],
+        reused: set[str],
+    ) -> builtins.list[dict[str, Any]] | None:
+        """Documents of the items appended to each list since ``parent`` (``None``: not appends).
+
+        Items are compared by identity first (LangGraph's reducers keep the old item objects),
+        then by equality.
+        """
+        docs: builtins.list[dict[str, Any]] = []
+        for name in sorted(lists):
+            if name in reused:
+                continue
+            before = self._parent_items(parent, name) if name in old.lists else ()
+            after = lists[name]
+            if len(after) < len(before) or not all(a is b or a == b for a, b in zip(before, after)):
+                return None
+            docs.extend(store.items_doc(self.serde, name, after[len(before) :]))
+        return docs
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store pending writes of task ``task_id`` for the checkpoint ``config`` names.
+
+        A leaf checkpoint's commit is rewritten with them (same parent and content); writes
+        for a checkpoint that already has children (or is not stored yet) go to a side ref.
+        Repeated ``(task_id, index)`` writes are stored once, as LangGraph's savers do.
+        """
+        key = self._key(config)
+        checkpoint_id = _checkpoint_id(config, "config")
+        if checkpoint_id is None:
+            raise InvalidCheckpointConfig(
+                "config names no checkpoint_id: pending writes belong to a checkpoint; pass the "
+                "config put() returned"
+            )
+        if not isinstance(task_id, str):
+            raise TypeError(f"task_id must be a str, got {type(task_id).__name__}")
+        if not isinstance(task_path, str):
+            raise TypeError(f"task_path must be a str, got {type(task_path).__name__}")
+        if isinstance(writes, (str, bytes)) or not isinstance(writes, Sequence):
+            raise TypeError(
+                f"writes must be a list of (channel, value), got {type(writes).__name__}"
+            )
+        new: store.Writes = {}
+        for idx, pair in enumerate(writes):
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+                raise TypeError(f"writes[{idx}] must be a (channel, value) pair, got {pair!r}")
+            channel, value = pair
+            if not isinstance(channel, str):
+                raise TypeError(
+                    f"writes[{idx}] channel must be a str, got {type(channel).__name__}"
+                )
+            slot = (task_id, WRITES_IDX_MAP.get(channel, idx))
+            doc = store.serde_wrap(self.serde, f"writes[{idx}] to {channel!r}", value)
+            new[slot] = (task_id, channel, doc, task_path)
+        if not new:
+            return
+        with self._lock:
+            for _attempt in range(_ATTEMPTS):
+                if self._put_writes_once(key, checkpoint_id, new):
+                    return
+        raise RefConflict(key.branch, None, None, f"gave up after {_ATTEMPTS} attempts")
+
+    def _put_writes_once(self, key: ThreadKey, checkpoint_id: str, new: store.Writes) -> bool:
+        repo = self.repo
+        heads = store.read_heads(repo, key)
+        side_ref = key.writes_ref(checkpoint_id)
+        side = repo.refs.get(side_ref)
+        note = f"langgraph: writes for {checkpoint_id}"
+        head: store.Stored | None = None
+        for commit_id in heads.commits():
+            candidate = store.load(repo.objects, commit_id)
+            if candidate.checkpoint_id == checkpoint_id:
+                head = candidate
+                break
+        if head is None:
+            old = store.side_writes(repo, side)
+            merged = store.merge_writes(old, new)
+            if merged == old:
+                return True
+            snapshot = Snapshot.model_construct(
+                kind=store.KIND_WRITES,
+                messages=[],
+                state={},
+                extras={"writes": wrap_writes(merged)},
+            )
+            commit = CommitObject(
+                snapshot=b"\0" * 32,
+                parents=(),
+                author=repo.author,
+                timestamp_us=0,
+                message=f"pending writes for checkpoint {checkpoint_id}",
+                metadata={"langgraph": {"writes_for": checkpoint_id}},
+            )
+            built = store.encode_commit(
+                repo,
+                snapshot,
+                state_codec=repo.serializer.name,
+                base=None,
+                previous=None,
+                commit=commit,
+            )
+            return self._apply([RefUpdate(side_ref, built.commit_id, side, note)], built.objects)
+        old = store.merge_writes(store.own_writes(repo, head), store.side_writes(repo, side))
+        merged = store.merge_writes(old, new)
+        if merged == store.own_writes(repo, head) and side is None:
+            return True
+        snap = head.snapshot(repo.objects)
+        extras = dict(head.extras(repo.objects))
+        extras["writes"] = wrap_writes(merged)
+        previous = store.stored_messages_of(repo, snap)
+        snapshot = Snapshot.model_construct(
+            kind=snap.kind,
+            messages=store.Log(previous.length, []),
+            state=store.channels_of(repo, head).state,
+            extras=extras,
+        )
+        built = store.encode_commit(
+            repo,
+            snapshot,
+            state_codec=snap.state_codec,
+            base=MessageBase(previous, previous.length),
+            previous=previous,
+            commit=head.commit,
+        )
+        head_ids = {c: store.load(repo.objects, c).checkpoint_id for c in heads.commits()}
+        updates = store.head_updates(
+            key, heads, head_ids, {built.commit_id: checkpoint_id}, {head.commit_id}, note
+        )
+        if side is not None:
+            updates.append(RefUpdate(side_ref, None, side, note))
+        if not self._apply(updates, built.objects):
+            return False
+        cached = self._items.pop(head.commit_id, None)
+        if cached is not None:
+            self._items[built.commit_id] = cached
+        return True
+
+    # --- threads ----------------------------------------------------------------------
+
+    def _thread_refs(self, thread: str) -> dict[str, ObjectId]:
+        branch_prefix, heads_prefix, writes_prefix = thread_folders(thread)
+        refs = {
+            name: value
+            for name, value in self.repo.refs.as_dict(branch_prefix).items()
+            if belongs_to(name, thread)
+        }
+        refs.update(self.repo.refs.as_dict(heads_prefix))
+        refs.update(self.repo.refs.as_dict(writes_prefix))
+        return refs
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint and pending write of ``thread_id`` (all its refs).
+
+        Objects no other thread shares become unreachable; ``repo.gc()`` reclaims them.
+        """
+        thread = encode(_thread_id(thread_id, "thread_id"))
+        with self._lock:
+            for _attempt in range(_ATTEMPTS):
+                refs = self._thread_refs(thread)
+                note = "langgraph: delete thread"
+                if not refs or self._apply(
+                    [RefUpdate(n, None, v, note) for n, v in sorted(refs.items())], {}
+                ):
+                    return
+        raise RefConflict(BRANCH_ROOT + thread, None, None, f"gave up after {_ATTEMPTS} attempts")
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Make ``target_thread_id`` a copy of ``source_thread_id``: new refs, shared objects.
+
+        O(number of namespaces): no checkpoint is read or written. Raises ``ThreadExists`` if
+        the target already has checkpoints.
+        """
+        source = encode(_thread_id(source_thread_id, "source_thread_id"))
+        target_id = _thread_id(target_thread_id, "target_thread_id")
+        ThreadKey.of(target_id, "")  # refuses an id too long to name a branch
+        target = encode(target_id)
+        with self._lock:
+            for _attempt in range(_ATTEMPTS):
+                if self._thread_refs(target):
+                    raise ThreadExists(
+                        f"thread {target_thread_id!r} already has checkpoints; delete_thread it "
+                        "first or copy to a new thread id"
+                    )
+                refs = self._thread_refs(source)
+                updates = [
+                    RefUpdate(
+                        _retarget(name, source, target), value, None, "langgraph: copy thread"
+                    )
+                    for name, value in sorted(refs.items())
+                ]
+                for update in updates:
+                    if len(update.name) > MAX_REF_NAME_LENGTH:
+                        raise InvalidCheckpointConfig(
+                            "target_thread_id is too long to name its branches; use a shorter id"
+                        )
+                if not updates or self._apply(updates, {}):
+                    return
+        raise RefConflict(BRANCH_ROOT + target, None, None, f"gave up after {_ATTEMPTS} attempts")
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete every checkpoint (and its writes) written by one of ``run_ids``.
+
+        Their children are rewritten onto the nearest kept ancestor (new commits sharing
+        every snapshot); their ``parent_config`` still names the deleted id, as in LangGraph's
+        own savers.
+        """
+        runs = _str_list(run_ids, "run_ids")
+        if not runs:
+            return
+        with self._lock:
+            for ref in sorted(self.repo.refs.as_dict(BRANCH_ROOT)):
+                parsed = parse_branch(ref)
+                if parsed is None:
+                    continue
+                key = ThreadKey.of(*parsed)
+                self._rewrite(key, lambda s: s.run_id in runs)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Drop history: ``"keep_latest"`` keeps each namespace's latest checkpoint (with its
+        writes) as a new root commit; ``"delete"`` deletes the threads."""
+        threads = _str_list(thread_ids, "thread_ids")
+        if strategy not in ("keep_latest", "delete"):
+            raise UnknownStrategy(
+                f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'"
+            )
+        for thread_id in threads:
+            if strategy == "delete":
+                self.delete_thread(thread_id)
+                continue
+            with self._lock:
+                thread = encode(thread_id)
+                for ref in sorted(self.repo.refs.as_dict(BRANCH_ROOT + thread)):
+                    parsed = parse_branch(ref)
+                    if parsed is None or not belongs_to(ref, thread):
+                        continue
+                    key = ThreadKey.of(*parsed)
+                    tip = self.repo.refs.get(key.branch)
+                    if tip is None:
+                        continue
+                    latest = store.load(self.repo.objects, tip).checkpoint_id
+                    self._rewrite(key, partial(_not_checkpoint, latest))
+
+    def _rewrite(self, key: ThreadKey, dropped: Callable[[store.Stored], bool]) -> None:
+        """Rewrite a namespace without the checkpoints ``dropped`` selects (one transaction)."""
+        repo = self.repo
+        for _attempt in range(_ATTEMPTS):
+            heads = store.read_heads(repo, key)
+            commits = {s.commit_id: s for s in store.all_commits(repo, heads)}
+            drop = {c for c, s in commits.items() if dropped(s)}
+            sides = store.side_checkpoint_ids(repo, key)
+            note = "langgraph: rewrite without deleted checkpoints"
+            dropped_ids = {commits[c].checkpoint_id for c in drop}
+            side_updates = [
+                RefUpdate(key.writes_ref(cid), None, value, note)
+                for cid, value in sides.items()
+                if cid in dropped_ids
+            ]
+            if not drop:
+                return
+            image, objects = _rewritten(repo, commits, drop)
+            new_heads: dict[ObjectId, str] = {}
+            for commit_id in commits:
+                mapped = image.get(commit_id)
+                if mapped is not None:
+                    new_heads[mapped] = commits[commit_id].checkpoint_id
+            parents_of_kept = {
+                image[p]
+                for c in commits
+                if c not in drop
+                for p in commits[c].commit.parents
+                if image.get(p) is not None
+            }
+            for commit_id in list(new_heads):
+                if commit_id in parents_of_kept:
+                    del new_heads[commit_id]
+            head_ids = {c: store.load(repo.objects, c).checkpoint_id for c in heads.commits()}
+            updates = (
+                store.head_updates(key, heads, head_ids, new_heads, set(head_ids), note)
+                + side_updates
+            )
+            if self._apply(updates, objects):
+                return
+        raise RefConflict(key.branch, None, None, f"gave up after {_ATTEMPTS} attempts")
+
+    # --- delta channels ------------------------------------------------------------------
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Return each channel's writes since its nearest stored value, from the commit chain.
+
+        Walks the target checkpoint's first-parent history once (commits only, values
+        decoded only for the channels asked for), as LangGraph's ``DeltaChannel`` needs.
+        """
+        names = list(channels)
+        if not names:
+            return {}
+        key = self._key(config)
+        checkpoint_id = _checkpoint_id(config, "config")
+        with self._lock:
+            heads = store.read_heads(self.repo, key)
+            if checkpoint_id is None:
+                target = store.load(self.repo.objects, heads.tip) if heads.tip else None
+            else:
+                target = store.find(self.repo, heads, checkpoint_id)
+            collected: dict[str, list[PendingWrite]] = {n: [] for n in names}
+            seeds: dict[str, Any] = {}
+            if target is None:
+                return {n: {"writes": []} for n in names}
+            sides = store.side_checkpoint_ids(self.repo, key)
+            remaining = set(names)
+            parents = target.commit.parents
+            while parents and remaining:
+                current = store.load(self.repo.objects, parents[0])
+                writes = store.merge_writes(
+                    store.own_writes(self.repo, current),
+                    store.side_writes(self.repo, sides.get(current.checkpoint_id)),
+                )
+                for task_id, _idx, channel, doc, _path in reversed(wrap_writes(writes)):
+                    if channel in remaining:
+                        value = unwrap(doc, self.serde, f"a pending write to {channel!r}")
+                        collected[channel].append((task_id, channel, value))
+                where = store.channels_of(self.repo, current)
+                present = [
+                    n
+                    for n in remaining
+                    if n in where.state or n in where.extras or n in where.lists
+                ]
+                if present:
+                    values, _ = store.channel_values(self.repo, current, self.serde)
+                    for name in present:
+                        seeds[name] = values[name]
+                        remaining.discard(name)
+                parents = current.commit.parents
+        result: dict[str, DeltaChannelHistory] = {}
+        for name in names:
+            entry: DeltaChannelHistory = {"writes": list(reversed(collected[name]))}
+            if name in seeds:
+                entry["seed"] = seeds[name]
+            result[name] = entry
+        return result
+
+    # --- async twins ------------------------------------------------------------------
+
+    async def _run(self, call: Callable[[], _T]) -> _T:
+        return await asyncio.get_running_loop().run_in_executor(None, call)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async :meth:`get_tuple` (runs in a worker thread)."""
+        return await self._run(partial(self.get_tuple, config))
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async :meth:`list` (read in a worker thread)."""
+        found = await self._run(
+            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
+        )
+        for item in found:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async :meth:`put` (runs in a worker thread)."""
+        return await self._run(partial(self.put, config, checkpoint, metadata, new_versions))
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async :meth:`put_writes` (runs in a worker thread)."""
+        await self._run(partial(self.put_writes, config, writes, task_id, task_path))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread`."""
+        await self._run(partial(self.delete_thread, thread_id))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async :meth:`copy_thread`."""
+        await self._run(partial(self.copy_thread, source_thread_id, target_thread_id))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Async :meth:`delete_for_runs`."""
+        await self._run(partial(self.delete_for_runs, run_ids))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Async :meth:`prune`."""
+        await self._run(partial(self.prune, thread_ids, strategy=strategy))
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Async :meth:`get_delta_channel_history`."""
+        return await self._run(
+            partial(self.get_delta_channel_history, config=config, channels=channels)
+        )
+
+    def __repr__(self) -> str:
+        return f"StateVCSSaver({self.repo!r})"
+
+
+class _LazyItems(Sequence[Any]):
+    """A parent's list channel, read only if the log has to be written again."""
+
+    def __init__(self, read: Callable[[], tuple[Any, ...]]) -> None:
+        self._read = read
+        self._items: tuple[Any, ...] | None = None
+
+    def _get(self) -> tuple[Any, ...]:
+        if self._items is None:
+            self._items = self._read()
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._get()[index]
+
+
+def _rewritten(
+    repo: Repo, commits: Mapping[ObjectId, store.Stored], drop: set[ObjectId]
+) -> tuple[dict[ObjectId, ObjectId | None], dict[ObjectId, bytes]]:
+    """Map each commit to its rewrite without ``drop`` (``None``: dropped, nothing below).
+
+    A kept commit whose parent was dropped gets the nearest kept ancestor as parent: a new
+    commit sharing its snapshot. Returns the map and the new commits' encodings.
+    """
+    image: dict[ObjectId, ObjectId | None] = {}
+    objects: dict[ObjectId, bytes] = {}
+    for commit_id in commits:
+        # Iterative: a thread's history is longer than Python's recursion limit.
+        chain: list[ObjectId] = []
+        current: ObjectId | None = commit_id
+        while current is not None and current not in image:
+            chain.append(current)
+            found = commits.get(current)
+            parents = found.commit.parents if found is not None else ()
+            current = parents[0] if parents else None
+        below = image.get(current) if current is not None else None
+        for item in reversed(chain):
+            found = commits.get(item)
+            if found is None or item in drop:
+                image[item] = below if found is not None else item
+                below = image[item]
+                continue
+            parents = (below,) if below is not None else ()
+            if parents == found.commit.parents:
+                image[item] = item
+            else:
+                rewritten = CommitObject(
+                    snapshot=found.commit.snapshot,
+                    parents=parents,
+                    author=found.commit.author,
+                    timestamp_us=found.commit.timestamp_us,
+                    message=found.commit.message,
+                    metadata=found.commit.metadata,
+                )
+                new_id, encoded = repo.objects.encode_commit(rewritten)
+                objects[new_id] = encoded
+                image[item] = new_id
+            below = image[item]
+    return image, objects
+
+
+def _not_checkpoint(checkpoint_id: str, found: store.Stored) -> bool:
+    return found.checkpoint_id != checkpoint_id
+
+
+def _retarget(name: str, source: str, target: str) -> str:
+    if name.startswith(BRANCH_ROOT):
+        return BRANCH_ROOT + target + name[len(BRANCH_ROOT) + len(source) :]
+    for root in (HEADS_ROOT, WRITES_ROOT):
+        if name.startswith(root):
+            return root + target + name[len(root) + len(source) :]
+    raise AssertionError(name)
+
+
+def _configurable(config: object, argument: str) -> Mapping[str, Any]:
+    if not isinstance(config, Mapping):
+        raise TypeError(
+            f"{argument} must be a dict (a RunnableConfig), got {type(config).__name__}"
+        )
+    configurable = config.get("configurable")
+    if configurable is None:
+        raise InvalidCheckpointConfig(
+            f"{argument} has no 'configurable' section; pass "
+            '{"configurable": {"thread_id": "..."}}'
+        )
+    if not isinstance(configurable, Mapping):
+        raise TypeError(
+            f"{argument}['configurable'] must be a dict, got {type(configurable).__name__}"
+        )
+    return configurable
+
+
+def _thread_id(value: object, argument: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, uuid.UUID) or (isinstance(value, int) and not isinstance(value, bool)):
+        return str(value)
+    raise TypeError(f"{argument} must be a str, got {type(value).__name__}")
+
+
+def _checkpoint_id(config: object, argument: str) -> str | None:
+    configurable = _configurable(config, argument)
+    value = configurable.get("checkpoint_id")
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise TypeError(
+            f"{argument}['configurable']['checkpoint_id'] must be a str, got {type(value).__name__}"
+        )
+    return value
+
+
+def _check_checkpoint(checkpoint: object) -> None:
+    if not isinstance(checkpoint, Mapping):
+        raise TypeError(f"checkpoint must be a dict, got {type(checkpoint).__name__}")
+    if not isinstance(checkpoint.get("id"), str) or not checkpoint["id"]:
+        raise TypeError("checkpoint['id'] must be a non-empty str")
+    for field in ("channel_values", "channel_versions"):
+        if not isinstance(checkpoint.get(field), Mapping):
+            raise TypeError(
+                f"checkpoint[{field!r}] must be a dict, got {type(checkpoint.get(field)).__name__}"
+            )
+
+
+def _str_list(values: object, argument: str) -> list[str]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, set, frozenset)):
+        raise TypeError(f"{argument} must be a list of str, got {type(values).__name__}")
+    result = []
+    for value in values:
+        result.append(_thread_id(value, f"{argument} items"))
+    return result
+
+
+def _config(thread_id: Any, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+__all__ = ["StateVCSSaver", "UnknownStrategy"]

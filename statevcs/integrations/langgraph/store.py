@@ -1,0 +1,527 @@
+"""Checkpoints as commits: reading and writing one thread namespace's objects and refs.
+
+One checkpoint is one commit (its parent: the parent checkpoint's commit) of a snapshot of kind
+``langgraph.checkpoint``:
+
+* list-valued channels share the snapshot's prolly list, one message document per item, in
+  the order the items arrived, each naming its channel: a step that appends k items writes k
+  documents and O(log n) tree nodes, whatever the thread's length;
+* other plain channel values are state values (the repository's serializer); the rest go
+  through LangGraph's ``serde`` into extras (``value:<channel>``);
+* extras ``checkpoint`` holds the checkpoint minus its values (ids, versions, versions seen),
+  ``lists`` the list channels' lengths, ``writes`` the pending writes;
+* commit metadata holds ``langgraph`` (checkpoint id, parent checkpoint id, thread, namespace,
+  run id) and LangGraph's checkpoint ``metadata`` when it is JSON (else it is in extras).
+
+Nothing here writes: functions return objects and ref updates for one atomic ``refs.update``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, overload
+
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from ...commitfields import canonical_metadata, check_text, timestamp_us
+from ...errors import CorruptObject, SerializationError, StateVCSError
+from ...hashing import ObjectId, to_hex
+from ...history import CommitGraph, walk
+from ...objects import CommitObject, Doc, SnapshotObject
+from ...plumbing import ObjectDatabase
+from ...repo import Repo
+from ...serializers import serializer_for
+from ...snapshot import MessageBase, Snapshot, StoredMessages, read_values
+from ...stores.base import RefUpdate
+from ...structures import prolly
+from ...structures.maps import read_map
+from .codec import (
+    is_plain,
+    item_channel,
+    item_doc,
+    item_value,
+    read_writes,
+    unwrap,
+    wrap,
+    wrap_writes,
+)
+from .errors import NotACheckpoint
+from .names import ThreadKey, decode
+
+KIND_CHECKPOINT = "langgraph.checkpoint"
+"""The snapshot kind of a checkpoint commit."""
+KIND_WRITES = "langgraph.writes"
+"""The snapshot kind of a side commit holding pending writes."""
+INFO = "langgraph"
+VALUE_PREFIX = "value:"
+Writes = dict[tuple[str, int], tuple[str, str, Any, str]]
+
+
+class Log(Sequence[Any]):
+    """A message list whose first ``keep`` entries are already stored (never read here)."""
+
+    def __init__(self, keep: int, new: list[dict[str, Any]]) -> None:
+        self._keep = keep
+        self._new = new
+
+    def __len__(self) -> int:
+        return self._keep + len(self._new)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Any]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not self._keep <= index < len(self):
+            raise IndexError("only the new entries of a log can be read")
+        return self._new[index - self._keep]
+
+
+@dataclass
+class Stored:
+    """One checkpoint commit, read lazily."""
+
+    commit_id: ObjectId
+    commit: CommitObject
+    checkpoint_id: str
+    info: dict[str, Any]
+    _snapshot: SnapshotObject | None = None
+    _extras: dict[str, Any] | None = None
+
+    def snapshot(self, db: ObjectDatabase) -> SnapshotObject:
+        """The commit's snapshot object."""
+        if self._snapshot is None:
+            self._snapshot = db.load_snapshot(self.commit.snapshot)
+        return self._snapshot
+
+    def extras(self, db: ObjectDatabase) -> dict[str, Any]:
+        """The snapshot's extras documents (values still wrapped)."""
+        if self._extras is None:
+            snap = self.snapshot(db)
+            self._extras = read_values(db, read_map(db, snap.extras), None)
+        return self._extras
+
+    @property
+    def parent_checkpoint_id(self) -> str | None:
+        """The parent checkpoint id LangGraph gave (it may have been deleted since)."""
+        parent = self.info.get("parent_checkpoint_id")
+        return parent if isinstance(parent, str) else None
+
+    @property
+    def run_id(self) -> str | None:
+        """The run that wrote this checkpoint, if LangGraph said."""
+        run = self.info.get("run_id")
+        return run if isinstance(run, str) else None
+
+
+def stored(commit_id: ObjectId, commit: CommitObject) -> Stored:
+    """Wrap a commit object as a checkpoint (``NotACheckpoint`` for other commits)."""
+    info = commit.metadata.get(INFO)
+    if not isinstance(info, dict) or not isinstance(info.get("checkpoint_id"), str):
+        raise NotACheckpoint(
+            f"commit {to_hex(commit_id)[:12]} is on a LangGraph thread's branch but is not a "
+            "checkpoint; move other work off the threads/ branches (statevcs branch -m)"
+        )
+    return Stored(commit_id, commit, info["checkpoint_id"], info)
+
+
+def load(db: ObjectDatabase, commit_id: ObjectId) -> Stored:
+    """Read checkpoint commit ``commit_id``."""
+    return stored(commit_id, db.load_commit(commit_id))
+
+
+@dataclass
+class Heads:
+    """A namespace's leaf checkpoints: the branch tip (the latest) and the other leaves."""
+
+    tip: ObjectId | None
+    leaves: dict[str, ObjectId]
+    """Leaf ref name -> commit."""
+
+    def commits(self) -> list[ObjectId]:
+        """Every head commit, the tip first."""
+        found = [] if self.tip is None else [self.tip]
+        found.extend(c for c in self.leaves.values() if c not in found)
+        return found
+
+
+def read_heads(repo: Repo, key: ThreadKey) -> Heads:
+    """Return the heads of ``key``'s namespace."""
+    return Heads(repo.refs.get(key.branch), repo.refs.as_dict(key.leaf_prefix))
+
+
+def all_commits(repo: Repo, heads: Heads) -> Iterator[Stored]:
+    """Yield every checkpoint of a namespace, newest commit first."""
+    starts = heads.commits()
+    if not starts:
+        return
+    for commit_id, commit in walk(CommitGraph(repo.objects), starts):
+        yield stored(commit_id, commit)
+
+
+def find(repo: Repo, heads: Heads, checkpoint_id: str) -> Stored | None:
+    """Return the commit of ``checkpoint_id`` in a namespace (heads first, then history)."""
+    for head in heads.commits():
+        found = load(repo.objects, head)
+        if found.checkpoint_id == checkpoint_id:
+            return found
+    for candidate in all_commits(repo, heads):
+        if candidate.checkpoint_id == checkpoint_id:
+            return candidate
+    return None
+
+
+def head_updates(
+    key: ThreadKey,
+    heads: Heads,
+    head_ids: Mapping[ObjectId, str],
+    add: Mapping[ObjectId, str],
+    drop: set[ObjectId],
+    note: str,
+) -> list[RefUpdate]:
+    """Ref moves that make the heads ``heads - drop + add`` (the latest id on the branch)."""
+    wanted: dict[ObjectId, str] = {c: i for c, i in head_ids.items() if c not in drop}
+    wanted.update(add)
+    updates: list[RefUpdate] = []
+    tip: ObjectId | None = None
+    if wanted:
+        # The latest checkpoint is the greatest id (uuid6: time-ordered), as LangGraph reads it.
+        tip = max(wanted, key=lambda c: (wanted[c], c in add))
+    if tip != heads.tip:
+        updates.append(RefUpdate(key.branch, tip, heads.tip, note))
+    kept = set(wanted) - {tip}
+    present: set[ObjectId] = set()
+    for name, commit_id in heads.leaves.items():
+        if (
+            commit_id in kept
+            and commit_id not in present
+            and name == key.leaf_ref(to_hex(commit_id))
+        ):
+            present.add(commit_id)
+        else:
+            updates.append(RefUpdate(name, None, commit_id, note))
+    for commit_id in sorted(kept - present):
+        updates.append(RefUpdate(key.leaf_ref(to_hex(commit_id)), commit_id, None, note))
+    return updates
+
+
+# --- reading values ----------------------------------------------------------------------
+
+
+def _state_codec(repo: Repo, snap: SnapshotObject) -> Any:
+    return serializer_for(snap.state_codec, repo.serializer)
+
+
+@dataclass
+class Channels:
+    """A checkpoint's stored channels, by where each lives."""
+
+    state: dict[str, bytes] = field(default_factory=dict)
+    """Plain values: serialized bytes in the snapshot's state codec."""
+    extras: dict[str, Any] = field(default_factory=dict)
+    """Other values: wrapped documents."""
+    lists: dict[str, int] = field(default_factory=dict)
+    """List channels and their lengths."""
+
+
+def channels_of(repo: Repo, found: Stored) -> Channels:
+    """Return where each of a checkpoint's channels is stored (values not decoded)."""
+    snap = found.snapshot(repo.objects)
+    extras = found.extras(repo.objects)
+    lists = extras.get("lists") or {}
+    if not isinstance(lists, dict):
+        raise CorruptObject(to_hex(found.commit_id), "its list channels are not a map")
+    return Channels(
+        state=repo.objects.read_state_bytes(found.commit.snapshot)
+        if read_map(repo.objects, snap.state)
+        else {},
+        extras={k[len(VALUE_PREFIX) :]: v for k, v in extras.items() if k.startswith(VALUE_PREFIX)},
+        lists={str(k): int(v) for k, v in lists.items()},
+    )
+
+
+def checkpoint_doc(repo: Repo, found: Stored, serde: SerializerProtocol) -> dict[str, Any]:
+    """The stored checkpoint without its values (id, ts, versions, versions seen, ...)."""
+    value = unwrap(found.extras(repo.objects).get("checkpoint"), serde, "the checkpoint")
+    if not isinstance(value, dict):
+        raise CorruptObject(to_hex(found.commit_id), "its checkpoint is not a map")
+    return value
+
+
+def metadata_of(repo: Repo, found: Stored, serde: SerializerProtocol) -> dict[str, Any]:
+    """LangGraph's metadata of a checkpoint."""
+    meta = found.commit.metadata.get("metadata")
+    if isinstance(meta, dict):
+        return dict(meta)
+    value = unwrap(found.extras(repo.objects).get("metadata"), serde, "the metadata")
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def list_items(
+    repo: Repo,
+    found: Stored,
+    serde: SerializerProtocol,
+    memo: dict[ObjectId, Any] | None,
+) -> dict[str, list[Any]]:
+    """Decode a checkpoint's list channels (``memo`` shares decoded items between calls)."""
+    lists = channels_of_lists(repo, found)
+    if not lists:
+        return {}
+    result: dict[str, list[Any]] = {name: [] for name in lists}
+    snap = found.snapshot(repo.objects)
+    ids = [*prolly.items(repo.objects, snap.messages), *snap.tail]
+    wanted = [i for i in dict.fromkeys(ids) if memo is None or i not in memo]
+    docs = repo.objects.load_values(wanted)
+    decoded: dict[ObjectId, tuple[str, Any]] = {}
+    for object_id in ids:
+        cached = memo.get(object_id) if memo is not None else None
+        if cached is None:
+            pair = decoded.get(object_id)
+            if pair is None or memo is None:
+                doc = docs[object_id]
+                if not isinstance(doc, Doc):
+                    raise CorruptObject(to_hex(object_id), "a list item must be a document")
+                pair = (item_channel(doc.value), item_value(doc.value, serde))
+                decoded[object_id] = pair
+                if memo is not None:
+                    memo[object_id] = pair
+            cached = pair
+        channel, value = cached
+        if channel not in result:
+            raise CorruptObject(to_hex(object_id), f"list item of unknown channel {channel!r}")
+        result[channel].append(value)
+    for name, count in lists.items():
+        if len(result[name]) != count:
+            raise CorruptObject(
+                to_hex(found.commit_id), f"list channel {name!r} should hold {count} items"
+            )
+    return result
+
+
+def channels_of_lists(repo: Repo, found: Stored) -> dict[str, int]:
+    """The list channels of a checkpoint and their lengths."""
+    lists = found.extras(repo.objects).get("lists") or {}
+    if not isinstance(lists, dict):
+        raise CorruptObject(to_hex(found.commit_id), "its list channels are not a map")
+    return {str(k): int(v) for k, v in lists.items()}
+
+
+def channel_values(
+    repo: Repo,
+    found: Stored,
+    serde: SerializerProtocol,
+    memo: dict[ObjectId, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """Decode every channel value of a checkpoint; also return the list channels alone."""
+    snap = found.snapshot(repo.objects)
+    values: dict[str, Any] = {}
+    state_entries = read_map(repo.objects, snap.state)
+    if state_entries:
+        values.update(read_values(repo.objects, state_entries, _state_codec(repo, snap)))
+    for key, doc in found.extras(repo.objects).items():
+        if key.startswith(VALUE_PREFIX):
+            name = key[len(VALUE_PREFIX) :]
+            values[name] = unwrap(doc, serde, f"channel {name!r}")
+    lists = list_items(repo, found, serde, memo)
+    values.update(lists)
+    return values, lists
+
+
+def own_writes(repo: Repo, found: Stored) -> Writes:
+    """The pending writes stored in a checkpoint's own commit."""
+    return read_writes(found.extras(repo.objects).get("writes"))
+
+
+def side_writes(repo: Repo, commit_id: ObjectId | None) -> Writes:
+    """The pending writes held by a side commit (``None``: none)."""
+    if commit_id is None:
+        return {}
+    commit = repo.objects.load_commit(commit_id)
+    snap = repo.objects.load_snapshot(commit.snapshot)
+    extras = read_values(repo.objects, read_map(repo.objects, snap.extras), None)
+    return read_writes(extras.get("writes"))
+
+
+def merge_writes(old: Writes, new: Writes) -> Writes:
+    """Add ``new`` writes to ``old``: regular ones only once, special ones (idx < 0) replaced."""
+    merged = dict(old)
+    for slot, write in new.items():
+        if slot[1] >= 0 and slot in merged:
+            continue
+        merged[slot] = write
+    return merged
+
+
+def side_checkpoint_ids(repo: Repo, key: ThreadKey) -> dict[str, ObjectId]:
+    """``{checkpoint id: side commit}`` of every side ref of pending writes in a namespace."""
+    result: dict[str, ObjectId] = {}
+    for name, commit_id in repo.refs.as_dict(key.writes_prefix).items():
+        try:
+            result[decode(name[len(key.writes_prefix) :])] = commit_id
+        except ValueError:
+            continue
+    return result
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+@dataclass
+class Built:
+    """Objects of one new commit, not written yet."""
+
+    commit_id: ObjectId
+    objects: dict[ObjectId, bytes]
+
+
+def _timestamp(text: object) -> datetime:
+    if isinstance(text, str):
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            moment = None
+        if moment is not None and moment.tzinfo is not None:
+            return moment
+    return datetime.now(timezone.utc)
+
+
+def _commit_message(metadata: Mapping[str, Any]) -> str:
+    source, step = metadata.get("source"), metadata.get("step")
+    if isinstance(source, str) and isinstance(step, int):
+        return f"{source} step {step}"
+    return "checkpoint"
+
+
+def stored_messages_of(repo: Repo, snap: SnapshotObject) -> StoredMessages:
+    """A snapshot's stored list log (no item ids read: O(1))."""
+    return StoredMessages(snap.messages, prolly.length(repo.objects, snap.messages), snap.tail)
+
+
+def encode_commit(
+    repo: Repo,
+    snapshot: Snapshot,
+    *,
+    state_codec: str,
+    base: MessageBase | None,
+    previous: StoredMessages | None,
+    commit: CommitObject,
+) -> Built:
+    """Encode a snapshot (state values already serialized) and its commit."""
+    written = repo.objects.encode_snapshot(
+        snapshot, state_codec=state_codec, base=base, previous=previous, raw_state=True
+    )
+    commit = CommitObject(
+        snapshot=written.snapshot_id,
+        parents=commit.parents,
+        author=commit.author,
+        timestamp_us=commit.timestamp_us,
+        message=commit.message,
+        metadata=commit.metadata,
+    )
+    commit_id, encoded = repo.objects.encode_commit(commit)
+    return Built(commit_id, {**written.objects, commit_id: encoded})
+
+
+def serialize_state(repo: Repo, name: str, value: Any) -> bytes | None:
+    """Serialize a plain channel value with the repository's serializer (``None``: cannot)."""
+    try:
+        return repo.serializer.serialize(value, f"channel {name!r}")
+    except SerializationError:
+        return None
+
+
+def serde_wrap(serde: SerializerProtocol, name: str, value: Any) -> dict[str, Any]:
+    """:func:`wrap` with serde failures reported as ``SerializationError`` naming the channel."""
+    try:
+        return wrap(value, serde)
+    except StateVCSError:
+        raise
+    except Exception as exc:
+        raise SerializationError(
+            f"{name} cannot be serialized by {type(serde).__name__}: {exc}; make it a value the "
+            "saver's serde accepts (or pass a serde that does)",
+            name,
+        ) from None
+
+
+def checkpoint_commit(
+    repo: Repo,
+    *,
+    parents: tuple[ObjectId, ...],
+    info: dict[str, Any],
+    metadata: Mapping[str, Any],
+    ts: object,
+) -> tuple[CommitObject, bool]:
+    """The commit fields of a checkpoint; the flag says whether ``metadata`` fit in the commit."""
+    try:
+        fields = canonical_metadata({INFO: info, "metadata": dict(metadata)})
+        in_commit = True
+    except (SerializationError, TypeError):
+        fields = canonical_metadata({INFO: info})
+        in_commit = False
+    commit = CommitObject(
+        snapshot=b"\0" * 32,
+        parents=parents,
+        author=repo.author,
+        timestamp_us=timestamp_us(_timestamp(ts)),
+        message=check_text(_commit_message(metadata), "message"),
+        metadata=fields,
+    )
+    return commit, in_commit
+
+
+def items_doc(serde: SerializerProtocol, name: str, items: Sequence[Any]) -> list[dict[str, Any]]:
+    """Documents of list items of channel ``name``."""
+    try:
+        return [item_doc(name, item, serde) for item in items]
+    except StateVCSError:
+        raise
+    except Exception as exc:
+        raise SerializationError(
+            f"an item of list channel {name!r} cannot be serialized by {type(serde).__name__}: "
+            f"{exc}",
+            name,
+        ) from None
+
+
+def plain_doc(value: Any) -> bool:
+    """Whether ``value`` can be stored as a document as it is."""
+    return is_plain(value, allow_bytes=True)
+
+
+__all__ = [
+    "KIND_CHECKPOINT",
+    "KIND_WRITES",
+    "Built",
+    "Channels",
+    "Heads",
+    "Log",
+    "Stored",
+    "all_commits",
+    "channel_values",
+    "channels_of",
+    "checkpoint_commit",
+    "checkpoint_doc",
+    "encode_commit",
+    "find",
+    "head_updates",
+    "load",
+    "merge_writes",
+    "metadata_of",
+    "own_writes",
+    "read_heads",
+    "serialize_state",
+    "side_checkpoint_ids",
+    "side_writes",
+    "stored",
+    "stored_messages_of",
+    "wrap_writes",
+]
