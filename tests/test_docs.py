@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+import statevcs
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -115,6 +117,13 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert not re.search(r"^WARNING", done.stderr, re.M), done.stderr
     cli_page = (tmp_path / "site" / "cli" / "index.html").read_text(encoding="utf-8")
     assert "export-git" in cli_page and "--grace" in cli_page
+    documented = {
+        anchor.rsplit(".", 1)[-1]
+        for page in (tmp_path / "site" / "api").rglob("*.html")
+        for anchor in re.findall(r'id="(statevcs\.[\w.]+)"', page.read_text(encoding="utf-8"))
+    }
+    public = set(statevcs.__all__) - {"__version__"}
+    assert public <= documented, f"not in the API reference: {sorted(public - documented)}"
 
 
 def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
