@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
 import uuid
@@ -80,6 +79,7 @@ from .snapshot import (
 )
 from .stores.base import Expected, RefUpdate, Store
 from .stores.memory import MemoryStore
+from .stores.registry import backend_for
 from .stores.sqlite import DB_FILENAME, Durability, SQLiteStore, read_config
 
 DEFAULT_AUTHOR = "statevcs <statevcs@localhost>"
@@ -241,7 +241,10 @@ class Repo:
         durability: Durability = "normal",
         adapters: AdapterRegistry | None = None,
     ) -> Repo:
-        """Create a repository (a folder holding one SQLite file, or ``memory://``).
+        """Create a repository: a folder holding one SQLite file, ``memory://`` or ``s3://...``.
+
+        ``s3://BUCKET/PREFIX?endpoint_url=...&region=...`` creates one on S3-compatible object
+        storage (credentials from the environment; see docs/storage.md).
 
         ``durability="full"`` makes every acknowledged commit survive power loss (an fsync per
         commit); the default survives application crashes (see docs/concepts.md). The choice
@@ -251,8 +254,17 @@ class Repo:
         ref = branch_ref(_check_str(default_branch, "default_branch"))
         _check_durability(durability)
         text = _location(path)
-        if text == MEMORY_URL:
-            repo = cls(MemoryStore(), serializer=serializer, author=author, adapters=adapters)
+        backend = backend_for(text)
+        if backend is not None:
+            config = {
+                # A repository's own identity: a new repository where a deleted one was is
+                # another repository (objects synced with the old one must not splice onto it).
+                REPOSITORY_ID_KEY: uuid.uuid4().hex,
+                "core.format": REPOSITORY_FORMAT,
+                DURABILITY_KEY: durability,
+            }
+            store = backend.create(text, config=config, head=ref)
+            repo = cls(store, serializer=serializer, author=author, adapters=adapters)
         else:
             folder = Path(text)
             if (folder / DB_FILENAME).exists():
@@ -268,14 +280,12 @@ class Repo:
                 raise RepositoryError(
                     f"cannot create {folder}: {exc}; choose another path"
                 ) from None
-            store = SQLiteStore(folder / DB_FILENAME, durability=durability)
-            # A repository's own identity: a new repository at the path of a deleted one is
-            # another repository (objects synced with the old one must not splice onto it).
-            store.config_set(REPOSITORY_ID_KEY, uuid.uuid4().hex)
-            repo = cls(store, serializer=serializer, author=author, path=folder, adapters=adapters)
-        repo.store.set_symbolic(HEAD, ref)
-        repo.store.config_set("core.format", REPOSITORY_FORMAT)
-        repo.store.config_set(DURABILITY_KEY, durability)
+            sqlite = SQLiteStore(folder / DB_FILENAME, durability=durability)
+            sqlite.config_set(REPOSITORY_ID_KEY, uuid.uuid4().hex)
+            repo = cls(sqlite, serializer=serializer, author=author, path=folder, adapters=adapters)
+            repo.store.set_symbolic(HEAD, ref)
+            repo.store.config_set("core.format", REPOSITORY_FORMAT)
+            repo.store.config_set(DURABILITY_KEY, durability)
         repo._head_ref = ref
         return repo
 
@@ -289,7 +299,7 @@ class Repo:
         durability: Durability | None = None,
         adapters: AdapterRegistry | None = None,
     ) -> Repo:
-        """Open an existing repository folder (or its ``statevcs.sqlite3`` file).
+        """Open an existing repository folder (or its ``statevcs.sqlite3`` file) or URL.
 
         Nothing is written until the folder is known to hold a statevcs repository.
         ``durability`` defaults to the repository's ``core.durability`` config.
@@ -297,11 +307,15 @@ class Repo:
         if durability is not None:
             _check_durability(durability)
         text = _location(path)
-        if text == MEMORY_URL:
-            raise RepositoryNotFound(
-                "a memory:// repository lives only in the handle that created it and cannot be "
-                "reopened; keep that Repo object, or create one with Repo.init('memory://')"
-            )
+        backend = backend_for(text)
+        if backend is not None:
+            store = backend.open(text)
+            try:
+                _check_format(store.config_get("core.format"), store.url)
+            except BaseException:
+                store.close()
+                raise
+            return cls(store, serializer=serializer, author=author, adapters=adapters)
         folder = Path(text)
         if folder.is_file() and folder.name == DB_FILENAME:
             folder = folder.parent
@@ -311,12 +325,7 @@ class Repo:
                 "or `statevcs init`"
             )
         config = read_config(folder / DB_FILENAME)
-        found = config.get("core.format")
-        if found != REPOSITORY_FORMAT:
-            raise RepositoryError(
-                f"{folder} holds a statevcs repository in format {found!r}, but this version "
-                f"reads format {REPOSITORY_FORMAT!r}; use a matching statevcs version"
-            )
+        _check_format(config.get("core.format"), str(folder))
         if durability is None:
             stored = config.get(DURABILITY_KEY, "normal")
             durability = "full" if stored == "full" else "normal"
@@ -325,7 +334,7 @@ class Repo:
 
     @property
     def url(self) -> str:
-        """Where the repository lives (a folder path or ``memory://``)."""
+        """Where the repository lives: a folder path or a URL (``memory://``, ``s3://...``)."""
         return str(self.path) if self.path is not None else self._store.url
 
     def close(self) -> None:
@@ -1103,27 +1112,25 @@ def _check_durability(durability: object) -> None:
         raise TypeError(f"durability must be 'normal' or 'full', got {durability!r}")
 
 
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-
-
 def _location(path: object) -> str:
-    """Return a repository location as text; refuse URL schemes this release cannot open."""
+    """Return a repository location as text (a folder path or a URL the registry knows)."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     text = os.fspath(path)
     if not isinstance(text, str):
         raise TypeError("path must be a text path, not bytes")
-    if text == MEMORY_URL:
-        return text
-    scheme = _SCHEME.match(text)
-    if scheme is not None:
-        raise RepositoryError(
-            f"unsupported repository URL scheme {scheme.group(1)!r} in {text!r}; this release "
-            "opens folder paths (SQLite) and memory:// (object storage is planned)"
-        )
+    backend_for(text)  # an unknown scheme is refused before anything is created
     if "\x00" in text:
-        raise RepositoryError("a repository path cannot contain a NUL character")
+        raise RepositoryError("a repository location cannot contain a NUL character")
     return text
+
+
+def _check_format(found: str | None, where: str) -> None:
+    if found != REPOSITORY_FORMAT:
+        raise RepositoryError(
+            f"{where} holds a statevcs repository in format {found!r}, but this version "
+            f"reads format {REPOSITORY_FORMAT!r}; use a matching statevcs version"
+        )
 
 
 def _ref_update(ref: str, new: ObjectId | None, expected: Expected, note: str) -> RefUpdate:

@@ -87,6 +87,11 @@ class StoreContract:
     The name has no ``Test`` prefix, so pytest collects the tests only through subclasses.
     """
 
+    server_clock = False
+    """Set ``True`` when object write times come from a server's clock (S3 ``LastModified``)
+    rather than :meth:`Store.now`: the write-time test then uses real time instead of a fake
+    clock. Reflog times always come from :meth:`Store.now`."""
+
     # --- objects --------------------------------------------------------------
 
     def test_put_then_get_returns_the_same_bytes(self, store: Store) -> None:
@@ -149,15 +154,27 @@ class StoreContract:
     ) -> None:
         old = make_objects(3, salt="old")
         new = make_objects(2, salt="new")
-        _set_clock(monkeypatch, store, 1_000.0)
-        store.put_many(old)
-        _set_clock(monkeypatch, store, 2_000.0)
-        store.put_many(new)
-        # Re-putting an old object must not refresh its write time.
-        store.put_many(old)
-        assert {i for i, _ in store.iter_objects(older_than=1_500.0)} == set(old)
-        assert {i for i, _ in store.iter_objects(older_than=1_000.0)} == set()
-        assert {i for i, _ in store.iter_objects(older_than=2_000.5)} == {*old, *new}
+        if self.server_clock:
+            # Write times come from the server (S3 LastModified, whole seconds): real time.
+            before = time.time() - 2.0
+            store.put_many(old)
+            time.sleep(1.1)
+            middle = time.time()
+            time.sleep(1.1)
+            store.put_many(new)
+            store.put_many(old)
+            after = time.time() + 2.0
+        else:
+            before, middle, after = 1_000.0, 1_500.0, 2_000.5
+            _set_clock(monkeypatch, store, 1_000.0)
+            store.put_many(old)
+            _set_clock(monkeypatch, store, 2_000.0)
+            store.put_many(new)
+            # Re-putting an old object must not refresh its write time.
+            store.put_many(old)
+        assert {i for i, _ in store.iter_objects(older_than=middle)} == set(old)
+        assert {i for i, _ in store.iter_objects(older_than=before)} == set()
+        assert {i for i, _ in store.iter_objects(older_than=after)} == {*old, *new}
         assert {i for i, _ in store.iter_objects()} == {*old, *new}
 
     def test_ids_in_range_is_inclusive_sorted_and_limited(self, store: Store) -> None:

@@ -1,0 +1,1250 @@
+"""A store on S3-compatible object storage (AWS S3, R2, MinIO, SeaweedFS, ...): ``s3://``.
+
+Layout under ``s3://BUCKET/PREFIX/``:
+
+``objects/<hex id>``
+    One immutable object per key, written with ``If-None-Match: *`` (the first bytes win).
+``logs/<sha-256>``
+    Immutable reflog chunks (32 entries each), content-addressed.
+``statevcs.json``
+    The repository document: every ref, symbolic ref, reflog's newest entries and chunk list,
+    the config and the gc generation. Every change is one conditional ``PUT`` with
+    ``If-Match: <etag>`` of the version it was computed from, so a batch of ref moves, its
+    reflog entries, the generation check and the ``HEAD`` it logs to land together or not at
+    all. Writers that lose the race re-read and re-check their expected values; a ref that
+    really moved raises :class:`~statevcs.errors.RefConflict`.
+
+Garbage collection takes a sweep lease in the document before it deletes anything and bumps
+the generation when it releases it; no ref moves while a lease is held. See docs/storage.md for
+the argument that a writer can never publish a ref to a deleted object.
+
+Reads go through a local read-through cache (a bounded SQLite file, least recently used out):
+objects are immutable, so each crosses the network once per machine.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import os
+import random
+import re
+import sqlite3
+import threading
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..errors import (
+    RefConflict,
+    RefsChanged,
+    RepositoryError,
+    RepositoryExists,
+    RepositoryNotFound,
+    StaleCache,
+    StateVCSError,
+    StoreError,
+)
+from ..hashing import ID_SIZE, ObjectId
+from .base import (
+    ANY,
+    RefsState,
+    RefUpdate,
+    Store,
+    StoredReflogEntry,
+    also_logged,
+    check_batch,
+)
+
+DOCUMENT = "statevcs.json"
+DOCUMENT_FORMAT = 1
+LOG_CHUNK = 32
+"""Reflog entries kept inline in the document per ref before they move to an immutable chunk."""
+SWEEP_LEASE = 60.0
+"""Seconds a gc sweep lease lasts; writers wait for it, and take it over only once it expired."""
+DEFAULT_CACHE_MB = 256
+_CONCURRENCY = 32
+_WRITE_DEADLINE = 120.0  # seconds a write keeps retrying lost races before it gives up
+_DELETE_BATCH = 1000
+
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_IP_LIKE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
+_SEGMENT = re.compile(r"^[A-Za-z0-9!_.*'()-]+$")
+_REGION = re.compile(r"^[a-z0-9-]{1,40}$")
+_HEX = re.compile(r"^[0-9a-f]{64}$")
+_PARAMETERS = ("endpoint_url", "region", "cache", "cache_mb")
+
+_T = TypeVar("_T")
+
+
+# --- the URL ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class S3Location:
+    """A parsed ``s3://bucket/prefix?endpoint_url=...&region=...`` repository URL."""
+
+    bucket: str
+    prefix: str
+    endpoint_url: str | None = None
+    region: str | None = None
+    cache: str | None = None
+    """A cache folder, ``"none"`` for no local cache, or ``None`` for the default folder."""
+    cache_mb: int | None = None
+
+    @property
+    def url(self) -> str:
+        """The canonical URL (parameters in a fixed order; never any credentials)."""
+        query = urllib.parse.urlencode(
+            [(k, str(v)) for k in _PARAMETERS if (v := getattr(self, k)) is not None]
+        )
+        path = f"/{self.prefix}" if self.prefix else ""
+        return f"s3://{self.bucket}{path}" + (f"?{query}" if query else "")
+
+    def key(self, name: str) -> str:
+        """The object key of ``name`` under this repository's prefix."""
+        return f"{self.prefix}/{name}" if self.prefix else name
+
+
+def _bad_url(url: str, problem: str) -> RepositoryError:
+    shown = url if len(url) <= 200 else url[:200] + "..."
+    return RepositoryError(
+        f"invalid S3 repository URL {shown!r}: {problem}; write it as "
+        "s3://BUCKET/PREFIX?endpoint_url=http://HOST:PORT&region=REGION "
+        "(credentials come from the environment, as for every S3 client)"
+    )
+
+
+def parse_s3_url(url: object) -> S3Location:
+    """Parse an ``s3://`` repository URL; a malformed one raises ``RepositoryError`` saying why."""
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, got {type(url).__name__}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in url):
+        raise _bad_url(url, "it contains a control character")
+    if not url.startswith("s3://"):
+        raise _bad_url(url, "it does not start with s3://")
+    rest = url[len("s3://") :]
+    rest, hash_mark, _fragment = rest.partition("#")
+    if hash_mark:
+        raise _bad_url(url, "it has a #fragment")
+    location, _, query = rest.partition("?")
+    bucket, _, prefix = location.partition("/")
+    if not bucket:
+        raise _bad_url(url, "the bucket name is missing")
+    if "@" in bucket or ":" in bucket:
+        raise _bad_url(
+            url, "the bucket name holds '@' or ':' (credentials and ports do not go there)"
+        )
+    if not _BUCKET.match(bucket) or ".." in bucket or _IP_LIKE.match(bucket):
+        raise _bad_url(
+            url,
+            f"{bucket!r} is not a valid bucket name (3-63 lowercase letters, digits, '.' and "
+            "'-', starting and ending with a letter or digit)",
+        )
+    prefix = prefix.strip("/")
+    if len(prefix) > 512:
+        raise _bad_url(url, "the prefix is longer than 512 characters")
+    for segment in prefix.split("/") if prefix else []:
+        if segment in ("", ".", "..") or not _SEGMENT.match(segment):
+            raise _bad_url(
+                url,
+                f"the prefix segment {segment!r} is not allowed (use letters, digits and "
+                "!_.*'()- between single slashes; no '.' or '..' segments)",
+            )
+    try:
+        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ValueError:
+        raise _bad_url(url, "its query is not name=value pairs joined by '&'") from None
+    params: dict[str, str] = {}
+    for name, value in pairs:
+        if name not in _PARAMETERS:
+            raise _bad_url(url, f"unknown parameter {name!r} (known: {', '.join(_PARAMETERS)})")
+        if name in params:
+            raise _bad_url(url, f"the parameter {name!r} is given twice")
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise _bad_url(url, f"the parameter {name!r} contains a control character")
+        params[name] = value
+    endpoint = params.get("endpoint_url")
+    if endpoint is not None:
+        parts = urllib.parse.urlsplit(endpoint)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise _bad_url(url, f"endpoint_url {endpoint!r} is not an http(s)://HOST[:PORT] URL")
+        if parts.username or parts.password or parts.query or parts.fragment:
+            raise _bad_url(url, "endpoint_url must not hold credentials, a query or a fragment")
+        try:
+            _ = parts.port
+        except ValueError:
+            raise _bad_url(url, f"endpoint_url {endpoint!r} has an invalid port") from None
+    region = params.get("region")
+    if region is not None and not _REGION.match(region):
+        raise _bad_url(url, f"region {region!r} is not a region name like us-east-1")
+    cache = params.get("cache")
+    if cache is not None and not cache:
+        raise _bad_url(url, "cache= needs a folder, or 'none' for no local cache")
+    cache_mb: int | None = None
+    if "cache_mb" in params:
+        raw = params["cache_mb"]
+        if not raw.isascii() or not raw.isdigit() or not 0 < int(raw) <= 10**7:
+            raise _bad_url(url, f"cache_mb={raw!r} is not a whole number of megabytes (1+)")
+        cache_mb = int(raw)
+    return S3Location(bucket, prefix, endpoint, region, cache, cache_mb)
+
+
+# --- the client ---------------------------------------------------------------------------
+
+
+def _obstore() -> Any:
+    try:
+        import obstore
+        import obstore.exceptions
+        import obstore.store
+    except ImportError:
+        raise RepositoryError(
+            "s3:// repositories need the obstore package: pip install 'statevcs[s3]'"
+        ) from None
+    return obstore
+
+
+class _Client:
+    """obstore calls on one bucket, every failure as a StoreError that says what to check."""
+
+    def __init__(self, location: S3Location) -> None:
+        self.location = location
+        self.obstore = _obstore()
+        errors = self.obstore.exceptions
+        self.AlreadyExists: type[Exception] = errors.AlreadyExistsError
+        self.Precondition: type[Exception] = errors.PreconditionError
+        self.NotModified: type[Exception] = errors.NotModifiedError
+        options: dict[str, Any] = {}
+        if location.endpoint_url is not None:
+            options["endpoint"] = location.endpoint_url
+            options["client_options"] = {"allow_http": location.endpoint_url.startswith("http://")}
+        if location.region is not None:
+            options["region"] = location.region
+        retry = {
+            "max_retries": 4,
+            "retry_timeout": dt.timedelta(seconds=20),
+            "backoff": {
+                "init_backoff": dt.timedelta(milliseconds=50),
+                "max_backoff": dt.timedelta(seconds=2),
+                "base": 2.0,
+            },
+        }
+        try:
+            self.store = self.obstore.store.S3Store(location.bucket, retry_config=retry, **options)
+        except Exception as exc:  # obstore reports bad configuration with its own types
+            raise RepositoryError(f"cannot configure S3 access to {location.url}: {exc}") from None
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            _CONCURRENCY, thread_name_prefix="statevcs-s3"
+        )
+
+    def failure(self, exc: BaseException, what: str) -> StoreError:
+        """``exc`` from obstore as a StoreError naming the request and what to check."""
+        text = str(exc).split("\n", 1)[0][:300]
+        if "NoSuchBucket" in str(exc):
+            return RepositoryNotFound(
+                f"bucket {self.location.bucket!r} does not exist at "
+                f"{self.location.endpoint_url or 'AWS'}; create it, or fix the URL"
+            )  # type: ignore[return-value]
+        return StoreError(
+            f"S3 {what} failed on {self.location.url}: {text}; check the endpoint, the bucket "
+            "and the credentials in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
+        )
+
+    def get(self, key: str, *, if_none_match: str | None = None) -> tuple[bytes, str, float] | None:
+        """Return ``(bytes, etag, last modified)``, ``None`` if absent; NotModified passes up."""
+        options = {"if_none_match": if_none_match} if if_none_match else None
+        try:
+            result = self.obstore.get(self.store, key, options=options)
+            data = bytes(result.bytes())
+        except FileNotFoundError as exc:
+            if "NoSuchBucket" in str(exc):
+                raise self.failure(exc, f"GET {key}") from None
+            return None
+        except self.NotModified:
+            raise
+        except Exception as exc:
+            raise self.failure(exc, f"GET {key}") from None
+        meta = result.meta
+        return data, str(meta.get("e_tag") or ""), meta["last_modified"].timestamp()
+
+    def head(self, key: str) -> bool:
+        """Whether ``key`` exists."""
+        try:
+            self.obstore.head(self.store, key)
+        except FileNotFoundError as exc:
+            if "NoSuchBucket" in str(exc):
+                raise self.failure(exc, f"HEAD {key}") from None
+            return False
+        except Exception as exc:
+            raise self.failure(exc, f"HEAD {key}") from None
+        return True
+
+    def put(self, key: str, data: bytes, mode: Any = None) -> str:
+        """PUT ``data``; return the new etag. AlreadyExists and Precondition pass up."""
+        try:
+            if mode is None:
+                result = self.obstore.put(self.store, key, data)
+            else:
+                result = self.obstore.put(self.store, key, data, mode=mode)
+        except (self.AlreadyExists, self.Precondition):
+            raise
+        except Exception as exc:
+            raise self.failure(exc, f"PUT {key}") from None
+        return str(result.get("e_tag") or "")
+
+    def create(self, key: str, data: bytes) -> bool:
+        """PUT with ``If-None-Match: *``: whether this call created the key."""
+        try:
+            self.put(key, data, mode="create")
+        except self.AlreadyExists:
+            return False
+        return True
+
+    def delete(self, keys: list[str]) -> None:
+        """Delete ``keys`` (absent ones are fine), in bulk requests."""
+        for start in range(0, len(keys), _DELETE_BATCH):
+            batch = keys[start : start + _DELETE_BATCH]
+            try:
+                self.obstore.delete(self.store, batch)
+            except FileNotFoundError:
+                pass
+            except Exception as exc:
+                raise self.failure(exc, "DELETE") from None
+
+    def listing(self, prefix: str, offset: str | None = None) -> Iterator[tuple[str, int, float]]:
+        """Yield ``(key, size, last modified)`` under ``prefix`` in key order."""
+        try:
+            if offset is None:
+                stream = self.obstore.list(self.store, prefix)
+            else:
+                stream = self.obstore.list(self.store, prefix, offset=offset)
+            for chunk in stream:
+                for meta in chunk:
+                    yield str(meta["path"]), int(meta["size"]), meta["last_modified"].timestamp()
+        except FileNotFoundError as exc:
+            if "NoSuchBucket" in str(exc):
+                raise self.failure(exc, f"LIST {prefix}") from None
+            return
+        except Exception as exc:
+            raise self.failure(exc, f"LIST {prefix}") from None
+
+    def concurrently(self, call: Callable[[_T], Any], items: Sequence[_T]) -> list[Any]:
+        """``[call(item) for item in items]``, the requests in flight together."""
+        if len(items) <= 1:
+            return [call(item) for item in items]
+        return list(self._pool.map(call, items))
+
+    def close(self) -> None:
+        """Stop the request threads."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+# --- the local cache ----------------------------------------------------------------------
+
+
+def default_cache_folder() -> Path:
+    """Where the read-through cache lives: ``$STATEVCS_CACHE_DIR`` or the user cache folder."""
+    explicit = os.environ.get("STATEVCS_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "statevcs"
+
+
+class _Cache:
+    """A bounded, least-recently-used cache of immutable bytes in one SQLite file.
+
+    Shared by every process on the machine that opens the same repository. Any failure of the
+    cache counts as a miss: the bucket is the truth, the cache only saves requests.
+    """
+
+    _TOUCH_AFTER = 60.0  # seconds: a hit re-stamps its row at most once a minute
+
+    def __init__(self, path: Path, limit_bytes: int) -> None:
+        self.path = path
+        self.limit = limit_bytes
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._inserted = 0
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(
+                str(path), timeout=5, isolation_level=None, check_same_thread=False
+            )
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=OFF")  # a cache lost on power failure is refetched
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS cache (key BLOB PRIMARY KEY, data BLOB NOT NULL, "
+                "used REAL NOT NULL)"
+            )
+            db.execute("CREATE INDEX IF NOT EXISTS cache_by_use ON cache (used)")
+            self._db = db
+        except (OSError, sqlite3.Error):
+            self._db = None
+
+    def get(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        """Return the cached bytes of the keys that are cached."""
+        db = self._db
+        if db is None or not keys:
+            return {}
+        found: dict[bytes, bytes] = {}
+        stale: list[bytes] = []
+        now = time.time()
+        try:
+            with self._lock:
+                for start in range(0, len(keys), 500):
+                    batch = list(keys[start : start + 500])
+                    marks = ",".join("?" * len(batch))
+                    for key, data, used in db.execute(
+                        f"SELECT key, data, used FROM cache WHERE key IN ({marks})", batch
+                    ):
+                        found[bytes(key)] = bytes(data)
+                        if used < now - self._TOUCH_AFTER:
+                            stale.append(key)
+                if stale:
+                    db.executemany(
+                        "UPDATE cache SET used = ? WHERE key = ?", [(now, k) for k in stale]
+                    )
+        except sqlite3.Error:
+            return found
+        return found
+
+    def put(self, items: Mapping[bytes, bytes]) -> None:
+        """Cache ``items``; evict the least recently used when over the size limit."""
+        db = self._db
+        if db is None or not items:
+            return
+        now = time.time()
+        try:
+            with self._lock:
+                db.execute("BEGIN")
+                db.executemany(
+                    "INSERT OR IGNORE INTO cache (key, data, used) VALUES (?, ?, ?)",
+                    [(k, v, now) for k, v in items.items()],
+                )
+                db.execute("COMMIT")
+                self._inserted += sum(len(v) for v in items.values())
+                if self._inserted > self.limit // 16:
+                    self._inserted = 0
+                    self._evict(db)
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+
+    def _evict(self, db: sqlite3.Connection) -> None:
+        (size,) = db.execute("SELECT total(length(data)) FROM cache").fetchone()
+        if size <= self.limit:
+            return
+        # Down to 90% of the limit, oldest use first.
+        excess = size - self.limit * 0.9
+        rows = db.execute("SELECT key, length(data) FROM cache ORDER BY used").fetchall()
+        doomed = []
+        for key, length in rows:
+            if excess <= 0:
+                break
+            doomed.append((key,))
+            excess -= length
+        db.executemany("DELETE FROM cache WHERE key = ?", doomed)
+
+    def drop(self, keys: Iterable[bytes]) -> None:
+        """Forget ``keys`` (objects this process deleted from the bucket)."""
+        db = self._db
+        if db is None:
+            return
+        with contextlib.suppress(sqlite3.Error), self._lock:
+            db.executemany("DELETE FROM cache WHERE key = ?", [(k,) for k in keys])
+
+    def close(self) -> None:
+        """Close the cache file."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+
+# --- the repository document ----------------------------------------------------------------
+
+
+class _Doc:
+    """One version of ``statevcs.json`` and the etag it was read or written with."""
+
+    __slots__ = ("data", "etag")
+
+    def __init__(self, data: dict[str, Any], etag: str) -> None:
+        self.data = data
+        self.etag = etag
+
+    @property
+    def refs(self) -> dict[str, str]:
+        return self.data["refs"]  # type: ignore[no-any-return]
+
+    @property
+    def symbolic(self) -> dict[str, str]:
+        return self.data["symbolic"]  # type: ignore[no-any-return]
+
+    @property
+    def logs(self) -> dict[str, dict[str, Any]]:
+        return self.data["logs"]  # type: ignore[no-any-return]
+
+    @property
+    def config(self) -> dict[str, str]:
+        return self.data["config"]  # type: ignore[no-any-return]
+
+    @property
+    def generation(self) -> int:
+        return int(self.data["generation"])
+
+    @property
+    def sweep(self) -> dict[str, Any] | None:
+        return self.data["sweep"]  # type: ignore[no-any-return]
+
+    def copy(self) -> dict[str, Any]:
+        """A deep copy of the data, to build the next version from."""
+        return json.loads(json.dumps(self.data))  # type: ignore[no-any-return]
+
+
+def new_document(config: Mapping[str, str], head: str | None) -> dict[str, Any]:
+    """The document of a new repository: ``HEAD`` -> ``head`` (if given), no refs, ``config``."""
+    return {
+        "statevcs": DOCUMENT_FORMAT,
+        "serial": 0,
+        "writer": uuid.uuid4().hex,
+        "refs_serial": 0,
+        "generation": 0,
+        "sweep": None,
+        "config": dict(config),
+        "refs": {},
+        "symbolic": {"HEAD": head} if head is not None else {},
+        "logs": {},
+    }
+
+
+def _damaged(where: str, problem: str) -> StoreError:
+    return StoreError(
+        f"the repository document {where} is damaged ({problem}); restore statevcs.json from "
+        "a bucket version or a backup"
+    )
+
+
+def _check_document(data: object, where: str) -> dict[str, Any]:
+    """The document's top-level shape, checked; damaged values inside are caught where read."""
+    if not isinstance(data, dict):
+        raise _damaged(where, "not a JSON object")
+    if data.get("statevcs") != DOCUMENT_FORMAT:
+        raise _damaged(where, f"format {data.get('statevcs')!r}, expected {DOCUMENT_FORMAT}")
+    for key, kind in (
+        ("serial", int),
+        ("refs_serial", int),
+        ("generation", int),
+        ("config", dict),
+        ("refs", dict),
+        ("symbolic", dict),
+        ("logs", dict),
+        ("writer", str),
+    ):
+        if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
+            raise _damaged(where, f"{key!r} is missing or not a {kind.__name__}")
+    sweep = data.get("sweep")
+    if sweep is not None and not (
+        isinstance(sweep, dict)
+        and isinstance(sweep.get("token"), str)
+        and isinstance(sweep.get("until"), (int, float))
+    ):
+        raise _damaged(where, "'sweep' is not a lease")
+    for key in ("config", "symbolic"):
+        if not all(isinstance(v, str) for v in data[key].values()):
+            raise _damaged(where, f"a value in {key!r} is not text")
+    for name, log in data["logs"].items():
+        if not (
+            isinstance(log, dict)
+            and isinstance(log.get("recent"), list)
+            and isinstance(log.get("chunks"), list)
+            and all(isinstance(c, str) and _HEX.match(c) for c in log["chunks"])
+        ):
+            raise _damaged(where, f"the reflog of {name!r} is malformed")
+    return data
+
+
+def _hex(value: ObjectId | None) -> str | None:
+    return value.hex() if value is not None else None
+
+
+def _ref_target(name: str, value: object) -> ObjectId | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and _HEX.match(value):
+        return bytes.fromhex(value)
+    raise StoreError(
+        f"ref {name} holds a damaged value ({str(value)[:80]!r}); repair it by moving it "
+        "unconditionally: repo.refs.set(name, commit_id) (expected=ANY, the default)"
+    )
+
+
+def _entry(raw: object) -> StoredReflogEntry:
+    """A reflog entry as stored (``[old, new, time, message]``); damaged parts read as empty."""
+    if not isinstance(raw, list) or len(raw) != 4:
+        return StoredReflogEntry(None, None, 0.0, "")
+    old, new, ts, message = raw
+
+    def one(value: object) -> ObjectId | None:
+        return bytes.fromhex(value) if isinstance(value, str) and _HEX.match(value) else None
+
+    stamp = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else 0.0
+    return StoredReflogEntry(one(old), one(new), stamp, message if isinstance(message, str) else "")
+
+
+def _raw_entry(entry: StoredReflogEntry) -> list[Any]:
+    return [_hex(entry.old), _hex(entry.new), entry.timestamp, entry.message]
+
+
+def _chunk_bytes(entries: list[Any]) -> tuple[str, bytes]:
+    data = json.dumps({"entries": entries}, separators=(",", ":"), ensure_ascii=False).encode()
+    return hashlib.sha256(data).hexdigest(), data
+
+
+# --- the store ------------------------------------------------------------------------------
+
+
+class S3Store(Store):
+    """A repository on S3-compatible object storage (see the module docstring for the layout).
+
+    Open one through ``Repo.open("s3://...")``; :meth:`create` and :meth:`open` are the
+    store-level entry points the registry uses.
+    """
+
+    def __init__(self, location: S3Location, *, client: _Client | None = None) -> None:
+        self.location = location
+        self.url = location.url
+        self._client = client or _Client(location)
+        self._lock = threading.RLock()
+        self._doc: _Doc | None = None
+        self._cache: _Cache | None = None
+        self._cache_ready = False
+        self._closed = False
+        self._doc_key = location.key(DOCUMENT)
+
+    # --- opening ------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, url: str, *, config: Mapping[str, str], head: str | None) -> S3Store:
+        """Create a repository at ``url`` with one conditional write (``RepositoryExists``)."""
+        store = cls(parse_s3_url(url))
+        data = new_document(config, head)
+        body = store._encode(data)
+        try:
+            etag = store._client.put(store._doc_key, body, mode="create")
+        except store._client.AlreadyExists:
+            store.close()
+            raise RepositoryExists(
+                f"a statevcs repository already exists at {store.url}; open it instead "
+                f"(statevcs.Repo.open({store.url!r}) or `statevcs --repo URL log`)"
+            ) from None
+        except BaseException:
+            store.close()
+            raise
+        store._doc = _Doc(data, etag)
+        return store
+
+    @classmethod
+    def open(cls, url: str) -> S3Store:
+        """Open the repository at ``url``; ``RepositoryNotFound`` if there is none."""
+        store = cls(parse_s3_url(url))
+        try:
+            found = store._client.get(store._doc_key)
+            if found is None:
+                raise RepositoryNotFound(
+                    f"not a statevcs repository: {store.url} (no {DOCUMENT} under the prefix); "
+                    f"create one with statevcs.Repo.init({store.url!r})"
+                )
+            data, etag, _ = found
+            try:
+                parsed = json.loads(data)
+            except ValueError:
+                raise RepositoryNotFound(
+                    f"not a statevcs repository: {store.url} ({DOCUMENT} is not JSON); "
+                    "point at a prefix created by statevcs.Repo.init"
+                ) from None
+            store._doc = _Doc(_check_document(parsed, store.url), etag)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @property
+    def identity(self) -> str:
+        """The bucket, prefix, endpoint and the repository's ``core.id``."""
+        cached = self.__dict__.get("_identity")
+        if cached is None:
+            token = self._read().config.get("core.id", "")
+            loc = self.location
+            cached = self.__dict__["_identity"] = (
+                f"s3:{loc.endpoint_url or 'aws'}/{loc.bucket}/{loc.prefix}:{token}"
+            )
+        return str(cached)
+
+    # --- the document -------------------------------------------------------------------
+
+    @staticmethod
+    def _encode(data: dict[str, Any]) -> bytes:
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+
+    def _read(self) -> _Doc:
+        """The current document: one conditional GET (304 when unchanged since last read)."""
+        self._check_open()
+        with self._lock:
+            known = self._doc
+        try:
+            found = self._client.get(self._doc_key, if_none_match=known.etag if known else None)
+        except self._client.NotModified:
+            assert known is not None
+            return known
+        if found is None:
+            raise RepositoryNotFound(
+                f"the repository at {self.url} is gone ({DOCUMENT} was deleted); "
+                "restore it from a backup"
+            )
+        data, etag, _ = found
+        try:
+            parsed = json.loads(data)
+        except ValueError:
+            raise _damaged(self.url, "not JSON") from None
+        doc = _Doc(_check_document(parsed, self.url), etag)
+        with self._lock:
+            self._doc = doc
+        return doc
+
+    def _unswept(self, doc: _Doc | None = None) -> _Doc:
+        """The current document once no gc sweep holds it (an expired lease is taken over)."""
+        doc = doc or self._read()
+        deadline = time.monotonic() + SWEEP_LEASE * 2
+        while doc.sweep is not None:
+            if time.time() > float(doc.sweep["until"]):
+                # The collector died mid-sweep: release its lease; the generation moves on,
+                # so every cache that may name what it deleted is refused.
+                data = doc.copy()
+                data["sweep"] = None
+                data["generation"] = doc.generation + 1
+                self._try_write(doc, data)
+            elif time.monotonic() > deadline:
+                raise StoreError(
+                    f"garbage collection has held {self.url} for too long; retry later"
+                )
+            else:
+                time.sleep(0.02)
+            doc = self._read()
+        return doc
+
+    def _try_write(self, doc: _Doc, data: dict[str, Any]) -> _Doc | None:
+        """Write ``data`` if the document is still ``doc``; the new version, or ``None``."""
+        data["serial"] = int(doc.data["serial"]) + 1
+        data["writer"] = token = uuid.uuid4().hex
+        body = self._encode(data)
+        try:
+            etag = self._client.put(self._doc_key, body, mode={"e_tag": doc.etag})
+        except self._client.Precondition:
+            # A retried request whose first attempt landed fails its own precondition: the
+            # document then carries this write's token.
+            current = self._read()
+            if current.data.get("writer") == token:
+                return current
+            return None
+        written = _Doc(data, etag)
+        with self._lock:
+            self._doc = written
+        return written
+
+    def _mutate(
+        self, change: Callable[[_Doc], dict[str, Any] | None], *, cached: bool = False
+    ) -> _Doc:
+        """Apply ``change`` (document -> next data, or ``None`` for no write) until it lands.
+
+        ``change`` may raise to refuse (RefConflict, StaleCache, RefsChanged). With ``cached``,
+        the first attempt starts from the last document this store saw, which saves a read on
+        the common path: a write from it lands only if it is still current (the etag), and a
+        refusal or a no-op decided on it is decided again on a freshly read one.
+        """
+        self._check_open()
+        with self._lock:
+            doc = self._doc if cached else None
+        fresh = False
+        deadline = time.monotonic() + _WRITE_DEADLINE
+        attempt = 0
+        while True:
+            if doc is None or doc.sweep is not None:
+                doc = self._unswept(doc)
+                fresh = True
+            try:
+                data = change(doc)
+            except StateVCSError:
+                if fresh:
+                    raise
+                doc = None
+                continue
+            if data is None:
+                if fresh:
+                    return doc
+                doc = None
+                continue
+            written = self._try_write(doc, data)
+            if written is not None:
+                return written
+            attempt += 1
+            if time.monotonic() > deadline:
+                raise StoreError(
+                    f"a write to {self.url} lost the race {attempt} times in a row; retry later"
+                )
+            if attempt > 3:
+                time.sleep(random.uniform(0, min(0.05, 0.002 * attempt)))
+            doc = None
+
+    # --- objects ------------------------------------------------------------------------
+
+    def _object_key(self, object_id: ObjectId) -> str:
+        return self.location.key(f"objects/{object_id.hex()}")
+
+    def _local(self) -> _Cache | None:
+        if not self._cache_ready:
+            with self._lock:
+                if not self._cache_ready:
+                    self._cache = self._open_cache()
+                    self._cache_ready = True
+        return self._cache
+
+    def _open_cache(self) -> _Cache | None:
+        loc = self.location
+        if loc.cache == "none":
+            return None
+        folder = Path(loc.cache) if loc.cache else default_cache_folder() / "s3"
+        name = hashlib.sha256(self.identity.encode()).hexdigest()[:32]
+        limit = (loc.cache_mb or DEFAULT_CACHE_MB) * 1024 * 1024
+        return _Cache(folder / f"{name}.sqlite3", limit)
+
+    def get_many(self, ids: Iterable[ObjectId]) -> dict[ObjectId, bytes]:
+        """Return the stored bytes of every id that exists (cache first, then one round trip)."""
+        self._check_open()
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        cache = self._local()
+        found: dict[ObjectId, bytes] = {}
+        if cache is not None:
+            hits = cache.get([b"o" + i for i in wanted])
+            found = {k[1:]: v for k, v in hits.items()}
+        missing = [i for i in wanted if i not in found]
+
+        def fetch(object_id: ObjectId) -> tuple[ObjectId, bytes | None]:
+            got = self._client.get(self._object_key(object_id))
+            return object_id, None if got is None else got[0]
+
+        fetched = {i: d for i, d in self._client.concurrently(fetch, missing) if d is not None}
+        if cache is not None and fetched:
+            cache.put({b"o" + k: v for k, v in fetched.items()})
+        found.update(fetched)
+        return found
+
+    def put_many(self, objects: Mapping[ObjectId, bytes]) -> int:
+        """Store the objects that are new (``If-None-Match: *``, all in flight together)."""
+        self._check_open()
+        items = list(objects.items())
+        if not items:
+            return 0
+
+        def create(item: tuple[ObjectId, bytes]) -> bool:
+            return self._client.create(self._object_key(item[0]), bytes(item[1]))
+
+        created: list[bool] = self._client.concurrently(create, items)
+        cache = self._local()
+        if cache is not None:
+            # Only bytes this call stored: an existing key keeps the first bytes written.
+            cache.put({b"o" + k: bytes(v) for (k, v), new in zip(items, created) if new})
+        return sum(created)
+
+    def has_many(self, ids: Iterable[ObjectId]) -> set[ObjectId]:
+        """Return the subset of ``ids`` in the bucket (asked of the bucket, not the cache)."""
+        self._check_open()
+        wanted = list(dict.fromkeys(ids))
+        present: list[bool] = self._client.concurrently(
+            lambda i: self._client.head(self._object_key(i)), wanted
+        )
+        return {i for i, there in zip(wanted, present, strict=True) if there}
+
+    def _listed(self, offset: str | None = None) -> Iterator[tuple[ObjectId, int, float]]:
+        prefix = self.location.key("objects")
+        for key, size, modified in self._client.listing(prefix, offset):
+            name = key[len(prefix) + 1 :]
+            if _HEX.match(name):
+                yield bytes.fromhex(name), size, modified
+
+    def iter_objects(self, *, older_than: float | None = None) -> Iterator[tuple[ObjectId, int]]:
+        """Yield ``(id, size)`` of every object, or those whose S3 LastModified < ``older_than``.
+
+        Write times are the server's clock (S3 ``LastModified``, whole seconds).
+        """
+        self._check_open()
+        for object_id, size, modified in self._listed():
+            if older_than is None or modified < older_than:
+                yield object_id, size
+
+    def ids_in_range(self, low: ObjectId, high: ObjectId, limit: int = 16) -> list[ObjectId]:
+        """Return up to ``limit`` ids in ``[low, high]`` (one LIST from ``low`` on)."""
+        self._check_open()
+        if limit <= 0 or low > high:
+            return []
+        key = self._object_key(low)
+        # S3 lists keys *after* the offset: start just before ``low``'s own key.
+        offset = key[:-1] + chr(ord(key[-1]) - 1)
+        found: list[ObjectId] = []
+        for object_id, _, _ in self._listed(offset):
+            if object_id > high or len(found) >= limit:
+                break
+            if object_id >= low:
+                found.append(object_id)
+        return found
+
+    def delete_many(self, ids: Iterable[ObjectId], *, if_refs: RefsState | None = None) -> int:
+        """Delete objects under a sweep lease, then release it with the generation bumped.
+
+        No ref moves while the lease is held, and the lease is taken only if no ref or reflog
+        moved since ``if_refs`` (else :class:`RefsChanged`, nothing deleted).
+        """
+        self._check_open()
+        wanted = list(dict.fromkeys(ids))
+        token = uuid.uuid4().hex
+
+        def take(doc: _Doc) -> dict[str, Any] | None:
+            if if_refs is not None and self._refs_state(doc) != if_refs:
+                raise RefsChanged("refs moved while garbage collection was marking")
+            if not wanted:
+                return None
+            data = doc.copy()
+            data["sweep"] = {"token": token, "until": time.time() + SWEEP_LEASE}
+            return data
+
+        taken = self._mutate(take, cached=True)
+        if not wanted:
+            return 0
+        deleted = 0
+        try:
+            for start in range(0, len(wanted), _DELETE_BATCH):
+                batch = wanted[start : start + _DELETE_BATCH]
+                # Re-check the lease before each batch: a collector that stalled past it must
+                # not delete under a writer that took it over.
+                current = self._read()
+                if (current.sweep or {}).get("token") != token:
+                    raise RefsChanged("the gc sweep lease expired while deleting; gc marks again")
+                present = self.has_many(batch)
+                self._client.delete([self._object_key(i) for i in present])
+                cache = self._local()
+                if cache is not None:
+                    cache.drop(b"o" + i for i in present)
+                deleted += len(present)
+            self._delete_unused_chunks(taken)
+        finally:
+            self._release(token)
+        return deleted
+
+    def _delete_unused_chunks(self, doc: _Doc) -> None:
+        """Delete reflog chunks no reflog names (lost races, expired or deleted reflogs).
+
+        Safe under the lease: a writer that uploaded a chunk before the sweep fails its
+        conditional write (the lease changed the document) and uploads it again.
+        """
+        used = {c for log in doc.logs.values() for c in log["chunks"]}
+        prefix = self.location.key("logs")
+        unused = [
+            key for key, _, _ in self._client.listing(prefix) if key[len(prefix) + 1 :] not in used
+        ]
+        self._client.delete(unused)
+
+    def _release(self, token: str) -> None:
+        def release(doc: _Doc) -> dict[str, Any] | None:
+            if (doc.sweep or {}).get("token") != token:
+                return None  # taken over (and released) by a writer after it expired
+            data = doc.copy()
+            data["sweep"] = None
+            data["generation"] = doc.generation + 1
+            return data
+
+        # Not through _mutate: that would wait for this very lease.
+        while True:
+            doc = self._read()
+            data = release(doc)
+            if data is None or self._try_write(doc, data) is not None:
+                return
+
+    def generation(self) -> int:
+        """Return the gc generation (bumped when each sweep lease is released)."""
+        return self._read().generation
+
+    @staticmethod
+    def _refs_state(doc: _Doc) -> RefsState:
+        return (int(doc.data["refs_serial"]),)
+
+    def refs_state(self) -> RefsState:
+        """Return a counter bumped by every change of a ref, symbolic ref or reflog."""
+        return self._refs_state(self._read())
+
+    # --- refs ---------------------------------------------------------------------------
+
+    def get_ref(self, name: str) -> ObjectId | None:
+        """Return the id ``name`` points to, or ``None``."""
+        return _ref_target(name, self._read().refs.get(name))
+
+    def list_refs(self, prefix: str = "refs/") -> dict[str, ObjectId]:
+        """Return every direct ref under ``prefix``."""
+        refs = self._read().refs
+        found: dict[str, ObjectId] = {}
+        for name in sorted(refs):
+            if name.startswith(prefix):
+                target = _ref_target(name, refs[name])
+                if target is not None:
+                    found[name] = target
+        return found
+
+    def get_symbolic(self, name: str) -> str | None:
+        """Return the target of symbolic ref ``name``, or ``None``."""
+        return self._read().symbolic.get(name)
+
+    def set_symbolic(self, name: str, target: str, message: str = "") -> None:
+        """Make ``name`` a symbolic ref to ``target`` (a ``message`` logs the move)."""
+
+        def change(doc: _Doc) -> dict[str, Any]:
+            data = doc.copy()
+            current = doc.symbolic.get(name)
+            old = doc.refs.get(current) if current is not None else doc.refs.get(name)
+            data["symbolic"][name] = target
+            data["refs"].pop(name, None)
+            data["refs_serial"] += 1
+            if message:
+                entry = [_valid_hex(old), _valid_hex(doc.refs.get(target)), self.now(), message]
+                self._append_logs(data, [(name, entry)])
+            return data
+
+        self._mutate(change)
+
+    def _append_logs(self, data: dict[str, Any], entries: list[tuple[str, list[Any]]]) -> None:
+        """Append reflog entries to ``data``; full inline lists move to chunks (uploaded now)."""
+        uploads: dict[str, bytes] = {}
+        logs = data["logs"]
+        for name, entry in entries:
+            log = logs.setdefault(name, {"recent": [], "chunks": []})
+            if len(log["recent"]) >= LOG_CHUNK:
+                chunk_id, body = _chunk_bytes(log["recent"])
+                uploads[chunk_id] = body
+                log["chunks"].append(chunk_id)
+                log["recent"] = []
+            log["recent"].append(entry)
+        self._upload_chunks(uploads)
+
+    def _upload_chunks(self, chunks: Mapping[str, bytes]) -> None:
+        items = list(chunks.items())
+        self._client.concurrently(
+            lambda item: self._client.create(self.location.key(f"logs/{item[0]}"), item[1]), items
+        )
+        cache = self._local()
+        if cache is not None and items:
+            cache.put({b"l" + bytes.fromhex(k): v for k, v in items})
+
+    def update_refs(
+        self,
+        updates: Sequence[RefUpdate],
+        objects: Mapping[ObjectId, bytes] | None = None,
+        *,
+        generation: int | None = None,
+    ) -> None:
+        """Check, upload ``objects``, then move every ref in one conditional document write.
+
+        The objects are uploaded after a document version is read and before the write that
+        must match it: if a gc sweep began in between, the write fails and is redone (objects
+        uploaded again, or ``StaleCache`` when ``generation`` no longer matches).
+        """
+        check_batch(updates)
+        payload = dict(objects or {})
+        uploaded_at: list[int] = []  # the generation the objects were last uploaded under
+
+        def change(doc: _Doc) -> dict[str, Any] | None:
+            if generation is not None and doc.generation != generation:
+                raise StaleCache(generation, doc.generation)
+            current: dict[str, ObjectId | None] = {}
+            for update in updates:
+                try:
+                    value = _ref_target(update.name, doc.refs.get(update.name))
+                except StoreError:
+                    if update.expected is not ANY:
+                        raise
+                    value = None  # an unconditional move repairs a damaged ref
+                current[update.name] = value
+                if update.expected is not ANY and value != update.expected:
+                    expected = update.expected if isinstance(update.expected, bytes) else None
+                    raise RefConflict(update.name, _hex(expected), _hex(value))
+            if payload and (not uploaded_at or uploaded_at[-1] != doc.generation):
+                self.put_many(payload)
+                uploaded_at.append(doc.generation)
+            if not updates:
+                return None
+            data = doc.copy()
+            head_target = doc.symbolic.get("HEAD")
+            now = self.now()
+            entries: list[tuple[str, list[Any]]] = []
+            for update in updates:
+                if update.new is None:
+                    data["refs"].pop(update.name, None)
+                else:
+                    data["refs"][update.name] = update.new.hex()
+                data["symbolic"].pop(update.name, None)
+                entry = [_hex(current[update.name]), _hex(update.new), now, update.message]
+                for log_name in (update.name, *also_logged(update, head_target)):
+                    entries.append((log_name, entry))
+            data["refs_serial"] += 1
+            self._append_logs(data, entries)
+            return data
+
+        self._mutate(change, cached=True)
+
+    # --- reflogs --------------------------------------------------------------------------
+
+    def _chunks(self, ids: Sequence[str]) -> dict[str, list[Any]]:
+        """Read reflog chunks (cache first, the rest in one round trip)."""
+        cache = self._local()
+        found: dict[str, list[Any]] = {}
+        if cache is not None:
+            for key, body in cache.get([b"l" + bytes.fromhex(c) for c in ids]).items():
+                found[key[1:].hex()] = json.loads(body)["entries"]
+        missing = [c for c in ids if c not in found]
+
+        def fetch(chunk_id: str) -> tuple[str, bytes | None]:
+            got = self._client.get(self.location.key(f"logs/{chunk_id}"))
+            return chunk_id, None if got is None else got[0]
+
+        fetched = dict(self._client.concurrently(fetch, missing))
+        for chunk_id, body in fetched.items():
+            if body is None or hashlib.sha256(body).hexdigest() != chunk_id:
+                raise StoreError(
+                    f"reflog chunk {chunk_id} of {self.url} is missing or damaged; delete the "
+                    "reflog (repo.refs.delete_reflog) or restore the chunk from a backup"
+                )
+            try:
+                entries = json.loads(body)["entries"]
+            except (ValueError, KeyError, TypeError):
+                raise StoreError(f"reflog chunk {chunk_id} of {self.url} is damaged") from None
+            found[chunk_id] = entries if isinstance(entries, list) else []
+        if cache is not None and fetched:
+            cache.put({b"l" + bytes.fromhex(k): v for k, v in fetched.items() if v is not None})
+        return found
+
+    def _log_entries(self, doc: _Doc, name: str) -> list[list[Any]]:
+        """Every raw entry of ``name``'s reflog, oldest first."""
+        log = doc.logs.get(name)
+        if log is None:
+            return []
+        chunks = self._chunks(log["chunks"])
+        raw: list[Any] = []
+        for chunk_id in log["chunks"]:
+            raw.extend(chunks[chunk_id])
+        raw.extend(log["recent"])
+        return raw
+
+    def reflog(self, name: str) -> list[StoredReflogEntry]:
+        """Return the reflog of ``name``, newest first."""
+        return [_entry(e) for e in reversed(self._log_entries(self._read(), name))]
+
+    def delete_reflog(self, name: str) -> None:
+        """Forget the reflog of ``name`` (its chunks go at the next gc sweep)."""
+
+        def change(doc: _Doc) -> dict[str, Any] | None:
+            if name not in doc.logs:
+                return None
+            data = doc.copy()
+            del data["logs"][name]
+            data["refs_serial"] += 1
+            return data
+
+        self._mutate(change, cached=True)
+
+    def expire_reflogs(self, older_than: float) -> int:
+        """Delete reflog entries written before ``older_than``; return how many."""
+        removed: list[int] = []
+
+        def change(doc: _Doc) -> dict[str, Any] | None:
+            removed.clear()
+            data = doc.copy()
+            uploads: dict[str, bytes] = {}
+            count = 0
+            for log in data["logs"].values():
+                chunks = self._chunks(log["chunks"])
+                kept_chunks: list[str] = []
+                for chunk_id in log["chunks"]:
+                    entries = chunks[chunk_id]
+                    kept = [e for e in entries if _entry(e).timestamp >= older_than]
+                    count += len(entries) - len(kept)
+                    if len(kept) == len(entries):
+                        kept_chunks.append(chunk_id)
+                    elif kept:
+                        new_id, body = _chunk_bytes(kept)
+                        uploads[new_id] = body
+                        kept_chunks.append(new_id)
+                recent = [e for e in log["recent"] if _entry(e).timestamp >= older_than]
+                count += len(log["recent"]) - len(recent)
+                log["chunks"], log["recent"] = kept_chunks, recent
+            if not count:
+                return None
+            self._upload_chunks(uploads)
+            data["refs_serial"] += 1
+            removed.append(count)
+            return data
+
+        self._mutate(change)
+        return sum(removed)
+
+    # --- config ---------------------------------------------------------------------------
+
+    def config_get(self, key: str) -> str | None:
+        """Return a config value, or ``None``."""
+        return self._read().config.get(key)
+
+    def config_set(self, key: str, value: str | None) -> None:
+        """Set or delete a config value (one conditional write of the document)."""
+
+        def change(doc: _Doc) -> dict[str, Any] | None:
+            if doc.config.get(key) == value:
+                return None
+            data = doc.copy()
+            if value is None:
+                data["config"].pop(key, None)
+            else:
+                data["config"][key] = value
+            return data
+
+        self._mutate(change, cached=True)
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"the store for {self.url} is closed; open the repository again")
+
+    def close(self) -> None:
+        """Stop the request threads and close the local cache."""
+        if self._closed:
+            return
+        self._closed = True
+        self._client.close()
+        if self._cache is not None:
+            self._cache.close()
+
+
+def _valid_hex(value: object) -> str | None:
+    return value if isinstance(value, str) and _HEX.match(value) else None
+
+
+_ = ID_SIZE  # ids are 32 bytes: 64 hex digits in keys
+
+__all__ = ["DOCUMENT", "S3Location", "S3Store", "default_cache_folder", "parse_s3_url"]
