@@ -1,0 +1,43 @@
+"""A step writes only its new items: objects and bytes per turn do not grow with the thread."""
+
+from __future__ import annotations
+
+from statistics import mean
+
+from langchain_core.messages import HumanMessage
+
+import statevcs
+from statevcs.integrations.langgraph import StateVCSSaver
+
+from .langgraph_support import chat_graph
+
+
+def _stored(repo: statevcs.Repo) -> tuple[int, int]:
+    sizes = [size for _, size in repo.store.iter_objects()]
+    return len(sizes), sum(sizes)
+
+
+def test_objects_written_per_turn_stay_flat_as_the_thread_grows() -> None:
+    repo = statevcs.Repo.init("memory://")
+    app = chat_graph(StateVCSSaver(repo))
+    config = {"configurable": {"thread_id": "long"}}
+    per_turn: list[tuple[int, int]] = []
+    before = _stored(repo)
+    for turn in range(200):
+        text = f"question {turn} " + "x" * 200
+        app.invoke({"messages": [HumanMessage(content=text, id=f"u{turn}")]}, config)
+        after = _stored(repo)
+        per_turn.append((after[0] - before[0], after[1] - before[1]))
+        before = after
+    early, late = per_turn[10:60], per_turn[150:200]
+    # Same cost shape at 20 and at 400 messages: a few list nodes more when a leaf closes.
+    assert mean(n for n, _ in late) <= mean(n for n, _ in early) + 2
+    assert max(n for n, _ in late) <= max(n for n, _ in early) + 8
+    # O(log n) tree nodes per closed leaf; a whole-list copy would be 5x here (105 -> 525 items).
+    assert mean(b for _, b in late) <= 1.5 * mean(b for _, b in early)
+    messages = app.get_state(config).values["messages"]
+    assert len(messages) == 400
+    # A turn costs a small fraction of one copy of the conversation (what SqliteSaver writes).
+    conversation = sum(len(str(m.content)) for m in messages)
+    assert conversation > 80_000
+    assert mean(b for _, b in late) < conversation / 8
