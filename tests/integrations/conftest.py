@@ -64,9 +64,25 @@ def make_agent() -> AgentFactory:
     return factory
 
 
+# These modules reopen their repository by ``repo.path`` (a folder; ``None`` on S3): they run
+# on S3 once they reopen by ``repo.url``.
+_SQLITE_ONLY = {"test_strands_session", "test_strands_workers"}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every Strands test that takes ``repo`` on SQLite and on S3."""
+    module = metafunc.module.__name__.rsplit(".", 1)[-1]
+    if "repo" in metafunc.fixturenames and module.startswith("test_strands"):
+        kinds = ["sqlite"] if module in _SQLITE_ONLY else ["sqlite", "s3"]
+        metafunc.parametrize("repo", kinds, indirect=True)
+
+
 @pytest.fixture
-def repo(tmp_path: Path) -> Iterator[statevcs.Repo]:
-    """A fresh SQLite repository."""
-    repository = statevcs.Repo.init(tmp_path / "history")
+def repo(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[statevcs.Repo]:
+    """A fresh repository: SQLite, and the same tests on S3 (a SeaweedFS server)."""
+    target: str | Path = (
+        request.getfixturevalue("s3_url") if request.param == "s3" else tmp_path / "history"
+    )
+    repository = statevcs.Repo.init(target)
     yield repository
     repository.close()
