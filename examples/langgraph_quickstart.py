@@ -6,7 +6,6 @@ a real chat model call (``ChatOpenAI(...).invoke(state["messages"])``); nothing 
     python examples/langgraph_quickstart.py          # prints the temporary folder it used
 """
 
-
 import sys
 import tempfile
 from pathlib import Path
