@@ -240,7 +240,7 @@ def test_open_refuses_a_file_that_is_not_sqlite(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["s3://bucket/x", "https://example.com/repo", "gs://b/p", "file:///tmp/x"]
+    "url", ["https://example.com/repo", "gs://b/p", "file:///tmp/x", "S3x://bucket/x"]
 )
 def test_unknown_url_schemes_are_refused_and_create_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
