@@ -334,7 +334,7 @@ def _damage(doc: dict[str, Any], how: str) -> bytes | None:
 
 
 _DEFECTS = {
-    "huge reflog timestamp": "OverflowError from float() of an int in a reflog entry (s3.py _entry)",
+    "huge reflog timestamp": "OverflowError: float() of a huge int in a reflog entry (_entry)",
     "huge lease end": "OverflowError from float(sweep['until']) in _unswept (s3.py)",
     "deeply nested": "RecursionError from json.loads of the document (s3.py open/_read)",
 }
