@@ -141,6 +141,7 @@ class Row:
     wal_open: int | None = None
     persist: list[float] = field(default_factory=list)
     whole: list[float] = field(default_factory=list)
+    persist_write: list[float] = field(default_factory=list)
     listing: float | None = None
     listing_note: str = ""
     saver_listing: float | None = None
@@ -453,10 +454,11 @@ def timed_saver(base: type[Any]) -> type[Any]:
 
     class Timed(base):  # type: ignore[misc, valid-type]
         clock = 0.0
+        write_clock = 0.0
         depth = 0
         last_id: str | None = None
 
-        def _timed(self, call: Callable[[], Any]) -> Any:
+        def _timed(self, call: Callable[[], Any], *, write: bool = False) -> Any:
             self.depth += 1
             start = time.perf_counter()
             try:
@@ -464,17 +466,24 @@ def timed_saver(base: type[Any]) -> type[Any]:
             finally:
                 self.depth -= 1
                 if self.depth == 0:
-                    self.clock += time.perf_counter() - start
+                    took = time.perf_counter() - start
+                    self.clock += took
+                    if write:
+                        self.write_clock += took
 
         def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
             result = self._timed(
-                lambda: super(Timed, self).put(config, checkpoint, metadata, new_versions)
+                lambda: super(Timed, self).put(config, checkpoint, metadata, new_versions),
+                write=True,
             )
             self.last_id = result["configurable"]["checkpoint_id"]
             return result
 
         def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
-            self._timed(lambda: super(Timed, self).put_writes(config, writes, task_id, task_path))
+            self._timed(
+                lambda: super(Timed, self).put_writes(config, writes, task_id, task_path),
+                write=True,
+            )
 
         def get_tuple(self, config: Any) -> Any:
             return self._timed(lambda: super(Timed, self).get_tuple(config))
@@ -517,6 +526,7 @@ class LangGraphSystem(System):
         )
         self.reference = f"LangGraph StateVCSSaver ({self.name.split('(')[1]}"
         self.checkpoints: dict[int, str] = {}
+        self.write_samples: list[float] = []
         self.thread = {"configurable": {"thread_id": "bench"}}
 
     def _open(self, path: Path, *, create: bool = False) -> tuple[Any, Callable[[], None]]:
@@ -537,7 +547,7 @@ class LangGraphSystem(System):
     def _invoke(
         self, graph: Any, saver: Any, turn: int, config: dict[str, Any]
     ) -> tuple[float, float]:
-        saver.clock = 0.0
+        saver.clock = saver.write_clock = 0.0
         start = time.perf_counter()
         graph.invoke(
             {"messages": [HumanMessage(content=user_text(turn), id=f"u{turn}")]},
@@ -549,6 +559,7 @@ class LangGraphSystem(System):
     def turn(self, turn: int) -> tuple[float, float]:
         result = self._invoke(self.graph, self.saver, turn, self.thread)
         self.checkpoints[turn] = self.saver.last_id
+        self.write_samples.append(self.saver.write_clock)
         return result
 
     def close(self) -> None:
@@ -836,6 +847,7 @@ def run_system(
             row.persist.append(persist)
             row.whole.append(whole)
         row.wal_open = system.wal_bytes()
+        row.persist_write = list(getattr(system, "write_samples", []))
         system.close()
         gc.collect()
         row.bytes_closed = disk_bytes(system.folder)
@@ -1016,6 +1028,21 @@ def report(rows: list[Row], args: argparse.Namespace, sizes: list[int]) -> None:
             )
         )
 
+    split = [row for row in rows if row.persist_write and not row.status]
+    if split:
+        early, late, _, _ = windows(args.turns)
+        print(
+            "LangGraph persist split, writes (put + put_writes) / reads (get_tuple + delta "
+            "history), early -> late:"
+        )
+        for row in split:
+            reads = [a - b for a, b in zip(row.persist, row.persist_write)]
+            print(
+                f"  {row.name}: writes {ms(median(row.persist_write, early))} -> "
+                f"{ms(median(row.persist_write, late))}; reads {ms(median(reads, early))} -> "
+                f"{ms(median(reads, late))}"
+            )
+
     if sizes:
         print(
             f"\n## W3: one more turn at {' / '.join(f'{s:,}' for s in sizes)} messages "
@@ -1138,6 +1165,12 @@ def print_targets(rows: list[Row], turns: int) -> None:
                 last / first <= 1.5,
                 f"{ms(last)} / {ms(first)} = {last / first:.2f}x",
             )
+            wfirst, wlast = median(row.persist_write, early), median(row.persist_write, late)
+            if wfirst and wlast:
+                print(
+                    f"  (writes alone, put + put_writes: {ms(wlast)} / {ms(wfirst)} = "
+                    f"{wlast / wfirst:.2f}x; the rest is get_tuple loading the thread's state)"
+                )
         for peer, bound in ((sqlite, 100), (delta, 10)):
             if row.fork_bytes is None or peer.fork_bytes is None:
                 continue
