@@ -17,6 +17,7 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -494,6 +495,65 @@ def test_fsck_reports_objects_missing_from_the_bucket_even_with_a_warm_cache(
     obstore.delete(bucket, [k for k in keys(bucket, prefix) if "/objects/" in k])
     with Repo.open(machine) as repo:
         assert repo.fsck().problems != ()
+
+
+def _collected_on_machine_b(s3_url: str, tmp_path: Path) -> tuple[Repo, bytes, bytes]:
+    """Machine A commits on ``tmp`` (its cache holds the objects); machine B deletes ``tmp``
+    and collects them. Returns A's still-open handle, the commit id and its snapshot id."""
+    machine_a = with_params(s3_url, cache=str(tmp_path / "a"))
+    with Repo.init(machine_a) as setup:
+        setup.commit({"messages": []}, message="root")
+    handle = Repo.open(machine_a)
+    doomed = {"messages": [{"role": "user", "content": "doomed " * 30}]}
+    commit = handle.commit(doomed, message="doomed", branch="tmp")
+    with Repo.open(with_params(s3_url, cache=str(tmp_path / "b"))) as other:
+        other.delete_branch("tmp")
+        time.sleep(1.1)  # S3 LastModified has whole seconds
+        assert other.gc("0s", expire_reflog="0s").deleted > 0
+    return handle, bytes.fromhex(commit.id), bytes.fromhex(commit.snapshot_id)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="after StaleCache, Refs.update verifies the commit with missing_below, which reads "
+    "through the local cache and finds the collected objects (s3.py get_many): the ref is "
+    "moved to a commit missing from the bucket",
+)
+def test_ref_move_to_a_commit_another_machine_collected_raises_missing_object(
+    s3_url: str, tmp_path: Path
+) -> None:
+    handle, commit_id, _ = _collected_on_machine_b(s3_url, tmp_path)
+    try:
+        with pytest.raises(statevcs.MissingObject):
+            handle.refs.move("refs/heads/revived", commit_id, None, "revive")
+    finally:
+        handle.close()
+    restore_everything(s3_url)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="write_commit checks its snapshot and parents through the local cache (s3.py "
+    "get_many), so a fresh handle stores a commit on a collected parent and refs.set "
+    "publishes it",
+)
+def test_commit_on_a_parent_another_machine_collected_is_refused(
+    s3_url: str, tmp_path: Path
+) -> None:
+    handle, commit_id, snapshot_id = _collected_on_machine_b(s3_url, tmp_path)
+    handle.close()
+    with Repo.open(with_params(s3_url, cache=str(tmp_path / "a"))) as fresh:
+        assert fresh.objects.missing_below(commit_id) != []
+        with pytest.raises(statevcs.MissingObject):
+            new = fresh.objects.write_commit(
+                snapshot_id,
+                [commit_id],
+                message="on top",
+                author="a",
+                timestamp=datetime.now(timezone.utc),
+            )
+            fresh.refs.set("refs/heads/on-top", new)
+    restore_everything(s3_url)
 
 
 def test_new_repository_at_a_deleted_ones_prefix_does_not_trust_the_old_cache(
