@@ -530,16 +530,26 @@ def new_document(config: Mapping[str, str], head: str | None) -> dict[str, Any]:
 def _damaged(where: str, problem: str) -> StoreError:
     return StoreError(
         f"the repository document {where} is damaged ({problem}); restore statevcs.json from "
-        "a bucket version or a backup"
+        "a bucket version or a backup (or, to give up its history, delete statevcs.json and "
+        "create a new repository there with statevcs.Repo.init)"
     )
+
+
+def _parse_document(data: bytes, where: str) -> object:
+    """The JSON of ``statevcs.json``; damage (not JSON, nested too deep) as a StoreError."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        raise _damaged(where, "not JSON, or nested too deeply") from None
 
 
 def _check_document(data: object, where: str) -> dict[str, Any]:
     """The document's top-level shape, checked; damaged values inside are caught where read."""
     if not isinstance(data, dict):
         raise _damaged(where, "not a JSON object")
-    if data.get("statevcs") != DOCUMENT_FORMAT:
-        raise _damaged(where, f"format {data.get('statevcs')!r}, expected {DOCUMENT_FORMAT}")
+    version = data.get("statevcs")
+    if type(version) is not int or version != DOCUMENT_FORMAT:  # `true == 1` is no format
+        raise _damaged(where, f"format {version!r}, expected {DOCUMENT_FORMAT}")
     for key, kind in (
         ("serial", int),
         ("refs_serial", int),
@@ -552,11 +562,14 @@ def _check_document(data: object, where: str) -> dict[str, Any]:
     ):
         if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
             raise _damaged(where, f"{key!r} is missing or not a {kind.__name__}")
+        # Counters also key the local cache (SQLite INTEGER): a huge one is damage, not a count.
+        if kind is int and not 0 <= data[key] < _MAX_COUNTER:
+            raise _damaged(where, f"{key!r} is out of range")
     sweep = data.get("sweep")
     if sweep is not None and not (
         isinstance(sweep, dict)
         and isinstance(sweep.get("token"), str)
-        and isinstance(sweep.get("until"), (int, float))
+        and _is_time(sweep.get("until"))
     ):
         raise _damaged(where, "'sweep' is not a lease")
     for key in ("config", "symbolic"):
@@ -570,7 +583,23 @@ def _check_document(data: object, where: str) -> dict[str, Any]:
             and all(isinstance(c, str) and _HEX.match(c) for c in log["chunks"])
         ):
             raise _damaged(where, f"the reflog of {name!r} is malformed")
+        for entry in log["recent"]:
+            if isinstance(entry, list) and len(entry) == 4 and not _is_time(entry[2]):
+                raise _damaged(where, f"a reflog entry of {name!r} has no valid time")
     return data
+
+
+_MAX_COUNTER = 2**62
+_MAX_TIME = 1e11  # seconds since 1970: beyond the year 5000
+
+
+def _is_time(value: object) -> bool:
+    """Whether ``value`` is a finite timestamp ``float()`` can take (NaN and huge ints are not)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and -_MAX_TIME < value < _MAX_TIME
+    )
 
 
 def _hex(value: ObjectId | None) -> str | None:
@@ -597,7 +626,7 @@ def _entry(raw: object) -> StoredReflogEntry:
     def one(value: object) -> ObjectId | None:
         return bytes.fromhex(value) if isinstance(value, str) and _HEX.match(value) else None
 
-    stamp = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else 0.0
+    stamp = float(ts) if isinstance(ts, (int, float)) and _is_time(ts) else 0.0
     return StoredReflogEntry(one(old), one(new), stamp, message if isinstance(message, str) else "")
 
 
@@ -665,14 +694,7 @@ class S3Store(Store):
                     f"create one with statevcs.Repo.init({store.url!r})"
                 )
             data, etag, _ = found
-            try:
-                parsed = json.loads(data)
-            except ValueError:
-                raise RepositoryNotFound(
-                    f"not a statevcs repository: {store.url} ({DOCUMENT} is not JSON); "
-                    "point at a prefix created by statevcs.Repo.init"
-                ) from None
-            store._doc = _Doc(_check_document(parsed, store.url), etag)
+            store._doc = _Doc(_check_document(_parse_document(data, store.url), store.url), etag)
         except BaseException:
             store.close()
             raise
@@ -712,11 +734,7 @@ class S3Store(Store):
                 "restore it from a backup"
             )
         data, etag, _ = found
-        try:
-            parsed = json.loads(data)
-        except ValueError:
-            raise _damaged(self.url, "not JSON") from None
-        doc = _Doc(_check_document(parsed, self.url), etag)
+        doc = _Doc(_check_document(_parse_document(data, self.url), self.url), etag)
         with self._lock:
             self._doc = doc
         return doc
@@ -1070,8 +1088,12 @@ class S3Store(Store):
         payload = dict(objects or {})
         uploaded_at: list[int] = []  # the generation the objects were last uploaded under
 
+        # Only a write that references objects depends on the gc generation: deleting refs
+        # does not, and must not fail because a collection ran while it was prepared.
+        deletes_only = not payload and all(u.new is None for u in updates)
+
         def change(doc: _Doc) -> dict[str, Any] | None:
-            if generation is not None and doc.generation != generation:
+            if generation is not None and doc.generation != generation and not deletes_only:
                 raise StaleCache(generation, doc.generation)
             current: dict[str, ObjectId | None] = {}
             for update in updates:
@@ -1107,7 +1129,9 @@ class S3Store(Store):
             self._append_logs(data, entries)
             return data
 
-        self._mutate(change, cached=True)
+        # With objects to upload, decide on a fresh document first (one conditional GET), so a
+        # refused write uploads nothing; a bare ref move can start from the cached one.
+        self._mutate(change, cached=not payload)
 
     # --- reflogs --------------------------------------------------------------------------
 
@@ -1133,7 +1157,7 @@ class S3Store(Store):
                 )
             try:
                 entries = json.loads(body)["entries"]
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):
                 raise StoreError(f"reflog chunk {chunk_id} of {self.url} is damaged") from None
             found[chunk_id] = entries if isinstance(entries, list) else []
         if cache is not None and fetched:
