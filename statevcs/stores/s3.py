@@ -113,10 +113,21 @@ class S3Location:
         return f"{self.prefix}/{name}" if self.prefix else name
 
 
+# ``//user:password@`` (also percent-encoded, as inside a query value) up to the last '@' of
+# the authority, so a password holding '@' is masked whole.
+_USERINFO = re.compile(r"(//|%2f%2f)[^/?#&\s]*(@|%40)", re.IGNORECASE)
+
+
+def mask_credentials(text: str) -> str:
+    """``text`` with the user and password of every URL in it replaced by ``***``."""
+    return _USERINFO.sub(r"\1***\2", text)
+
+
 def _bad_url(url: str, problem: str) -> RepositoryError:
-    shown = url if len(url) <= 200 else url[:200] + "..."
+    masked = mask_credentials(url)
+    shown = masked if len(masked) <= 200 else masked[:200] + "..."
     return RepositoryError(
-        f"invalid S3 repository URL {shown!r}: {problem}; write it as "
+        f"invalid S3 repository URL {shown!r}: {mask_credentials(problem)}; write it as "
         "s3://BUCKET/PREFIX?endpoint_url=http://HOST:PORT&region=REGION "
         "(credentials come from the environment, as for every S3 client)"
     )
