@@ -12,12 +12,12 @@ import sys
 import traceback
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
 from ..errors import StateVCSError
+from ..stores.registry import scheme_of
 from .commands import COMMANDS
 from .context import CommandError, CommandUsageError, State, cli_message, usage_error
 from .rendering import one_line, safe_text
@@ -127,8 +127,8 @@ class _Group(click.Group):
 @click.option(
     "-C",
     "chdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Run as if statevcs was started in PATH.",
+    # Not a click.Path: that would fold an s3:// URL's '//' into one slash.
+    help="Run as if statevcs was started in PATH; a repository URL (s3://...) acts as --repo.",
     metavar="PATH",
 )
 @click.option(
@@ -158,13 +158,23 @@ class _Group(click.Group):
 @click.pass_context
 def cli(
     ctx: click.Context,
-    chdir: Path | None,
+    chdir: str | None,
     repo_url: str | None,
     serializer: str,
     color: str,
     debug: bool,
 ) -> None:
     """Version control for AI agent state: git's commands on conversations and state."""
+    if chdir is not None and scheme_of(chdir) is not None:
+        if repo_url is not None and ctx.get_parameter_source("repo_url") in (
+            click.core.ParameterSource.COMMANDLINE,
+            click.core.ParameterSource.PROMPT,
+        ):
+            raise click.BadParameter(
+                "-C names the repository URL and so does --repo; give one of them",
+                param_hint="-C",
+            )
+        repo_url, chdir = chdir, None
     if chdir is not None:
         try:
             os.chdir(chdir)

@@ -672,15 +672,21 @@ def test_cli_reads_an_s3_repository_given_with_repo(s3_url: str) -> None:
     assert "two" in result.output and "one" in result.output
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="-C is a click.Path and chdir()s: 'cannot change to s3:/...' (cli/app.py, not s3.py)",
-)
-def test_cli_reads_an_s3_repository_given_with_dash_c(s3_url: str) -> None:
+def test_cli_reads_an_s3_repository_given_with_dash_c(s3_url: str, tmp_path: Path) -> None:
     _committed(s3_url)
     result = CliRunner().invoke(cli, ["-C", s3_url, "log"])
     assert result.exit_code == 0, result.output
     assert "two" in result.output
+    # -C on the command line wins over $STATEVCS_REPO, as any option over its variable.
+    result = CliRunner(env={"STATEVCS_REPO": str(tmp_path / "elsewhere")}).invoke(
+        cli, ["-C", s3_url, "log"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "two" in result.output
+    # Two repositories named on one command line are a mistake, not a silent choice.
+    result = CliRunner().invoke(cli, ["-C", s3_url, "--repo", str(tmp_path), "log"])
+    assert result.exit_code == 2
+    assert "give one of them" in result.output
 
 
 def test_cli_on_a_damaged_document_prints_an_error_not_a_traceback(
