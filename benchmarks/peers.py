@@ -1147,6 +1147,13 @@ def print_targets(rows: list[Row], turns: int) -> None:
         for peer in (sqlite, delta):
             if row.listing is None or peer.listing is None:
                 continue
+            if row.listing_note:
+                check(
+                    f"W1 listing <= 1/100 of {peer.name}",
+                    False,
+                    f"ours did not finish in {ms(row.listing)} ({row.listing_note})",
+                )
+                continue
             ratio = peer.listing / row.listing
             capped = " (theirs capped: at least this)" if peer.listing_note else ""
             check(f"W1 listing <= 1/100 of {peer.name}", ratio >= 100, f"1/{ratio:,.1f}{capped}")
