@@ -79,7 +79,7 @@ def smoke(
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
     tmp_path = tmp_path_factory.mktemp("peers")
     return run(
-        tmp_path, "--turns", "20", "--forks", "2", "--sizes", "40", "--samples", "2"
+        tmp_path, "--turns", "12", "--forks", "1", "--sizes", "20", "--samples", "1"
     ), tmp_path
 
 
