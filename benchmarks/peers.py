@@ -69,6 +69,7 @@ import statevcs
 from statevcs.integrations.strands import StateVCSSessionManager
 from statevcs.integrations.strands.testing import Reply, ScriptedModel
 
+StateVCSSaver: type[Any] | None
 try:
     from statevcs.integrations.langgraph import StateVCSSaver
 except ImportError as exc:  # the integration is still being built
@@ -388,14 +389,14 @@ class JsonFiles(System):
         for fork in range(forks):
             folder = self.path / f"fork-{fork}"
             folder.mkdir()
-            state = {"messages": list(base["messages"]), "turn": at}
+            state: dict[str, Any] = {"messages": list(base["messages"]), "turn": at}
             for step in range(FORK_TURNS):
                 state["messages"].extend(dict_turn(fork_turn(fork, step)))
                 (folder / f"{step:07d}.json").write_text(json.dumps(state))
 
     def per_turn_at(self, folder: Path, size: int, samples: int) -> tuple[float, float]:
         folder.mkdir(parents=True)
-        state = {"messages": prebuilt_dicts(size), "turn": 0}
+        state: dict[str, Any] = {"messages": prebuilt_dicts(size), "turn": 0}
         times = []
         for sample in range(samples):
             state["messages"].extend(dict_turn(fork_turn(9, sample)))
@@ -415,7 +416,8 @@ def add_messages_batch(state: list[AnyMessage], writes: Sequence[Any]) -> list[A
     ``add_messages`` merges by message id, so folding it is batching-invariant, as
     ``DeltaChannel`` requires.
     """
-    return reduce(add_messages, writes, state)
+    merged: list[AnyMessage] = reduce(add_messages, writes, state)  # type: ignore[arg-type]
+    return merged
 
 
 class PlainState(TypedDict):
@@ -440,7 +442,7 @@ def reply_node(state: dict[str, Any]) -> dict[str, Any]:
 def build_graph(channel: str, checkpointer: BaseCheckpointSaver[Any]) -> Any:
     """A ``START -> agent -> END`` graph with ``channel`` messages, compiled on ``checkpointer``."""
     builder: StateGraph[Any] = StateGraph(PlainState if channel == "add_messages" else DeltaState)
-    builder.add_node("agent", reply_node)
+    builder.add_node("agent", reply_node)  # type: ignore[type-var]
     builder.add_edge(START, "agent")
     builder.add_edge("agent", END)
     return builder.compile(checkpointer=checkpointer)
@@ -452,7 +454,7 @@ def timed_saver(base: type[Any]) -> type[Any]:
     Nested calls (the default ``get_delta_channel_history`` walks ``get_tuple``) count once.
     """
 
-    class Timed(base):  # type: ignore[misc, valid-type]
+    class Timed(base):  # type: ignore[misc]
         clock = 0.0
         write_clock = 0.0
         depth = 0
@@ -568,14 +570,16 @@ class LangGraphSystem(System):
     def listing(self, budget: float) -> tuple[float, int, bool]:
         def items() -> Iterator[Any]:
             saver, _close = self._open(self.path)
-            return build_graph(self.channel, saver).get_state_history(self.thread)
+            history: Iterator[Any] = build_graph(self.channel, saver).get_state_history(self.thread)
+            return history
 
         return capped_listing(items, budget)
 
     def saver_listing(self, budget: float) -> tuple[float, int, bool] | None:
         def items() -> Iterator[Any]:
             saver, _close = self._open(self.path)
-            return saver.list(self.thread)
+            checkpoints: Iterator[Any] = saver.list(self.thread)
+            return checkpoints
 
         return capped_listing(items, budget)
 
@@ -772,8 +776,8 @@ class StrandsSystem(System):
         with statevcs.Repo.open(self.path) as repo:
             start = repo.resolve(f"bench~{self.turns - at}")
             for fork in range(forks):
-                session = StateVCSSessionManager(repo, branch=f"fork-{fork}", start=start)
-                agent = make_agent(session)
+                vcs_session = StateVCSSessionManager(repo, branch=f"fork-{fork}", start=start)
+                agent = make_agent(vcs_session)
                 for step in range(FORK_TURNS):
                     agent(user_text(fork_turn(fork, step)))
 
@@ -1030,7 +1034,7 @@ def report(rows: list[Row], args: argparse.Namespace, sizes: list[int]) -> None:
 
     split = [row for row in rows if row.persist_write and not row.status]
     if split:
-        early, late, _, _ = windows(args.turns)
+        first, last, _, _ = windows(args.turns)
         print(
             "LangGraph persist split, writes (put + put_writes) / reads (get_tuple + delta "
             "history), early -> late:"
@@ -1038,9 +1042,9 @@ def report(rows: list[Row], args: argparse.Namespace, sizes: list[int]) -> None:
         for row in split:
             reads = [a - b for a, b in zip(row.persist, row.persist_write)]
             print(
-                f"  {row.name}: writes {ms(median(row.persist_write, early))} -> "
-                f"{ms(median(row.persist_write, late))}; reads {ms(median(reads, early))} -> "
-                f"{ms(median(reads, late))}"
+                f"  {row.name}: writes {ms(median(row.persist_write, first))} -> "
+                f"{ms(median(row.persist_write, last))}; reads {ms(median(reads, first))} -> "
+                f"{ms(median(reads, last))}"
             )
 
     if sizes:
@@ -1059,12 +1063,12 @@ def report(rows: list[Row], args: argparse.Namespace, sizes: list[int]) -> None:
             if row.status or not row.w3_persist:
                 w3_rows.append([row.name, row.status or "-"] + [""] * (len(w3_header) - 2))
                 continue
-            first, last = row.w3_persist[sizes[0]], row.w3_persist[sizes[-1]]
+            smallest, largest = row.w3_persist[sizes[0]], row.w3_persist[sizes[-1]]
             w3_rows.append(
                 [row.name]
                 + [ms(row.w3_persist[s]) for s in sizes]
                 + [ms(row.w3_whole[s]) for s in sizes]
-                + [f"{last / first:.1f}x"]
+                + [f"{largest / smallest:.1f}x"]
             )
         print_table(w3_header, w3_rows)
 
