@@ -52,7 +52,7 @@ from ..errors import (
     StateVCSError,
     StoreError,
 )
-from ..hashing import ID_SIZE, ObjectId
+from ..hashing import ID_SIZE, ObjectId, hash_bytes
 from .base import (
     ANY,
     RefsState,
@@ -374,7 +374,10 @@ class _Cache:
     """A bounded, least-recently-used cache of immutable bytes in one SQLite file.
 
     Shared by every process on the machine that opens the same repository. Any failure of the
-    cache counts as a miss: the bucket is the truth, the cache only saves requests.
+    cache counts as a miss: the bucket is the truth, the cache only saves requests. Each entry
+    carries ``seen``, the gc generation at which it was last seen in the bucket: its bytes are
+    always good (only verified bytes go in), but that it still exists is known only until the
+    next collection.
     """
 
     _TOUCH_AFTER = 60.0  # seconds: a hit re-stamps its row at most once a minute
@@ -394,8 +397,14 @@ class _Cache:
             db.execute("PRAGMA synchronous=OFF")  # a cache lost on power failure is refetched
             db.execute(
                 "CREATE TABLE IF NOT EXISTS cache (key BLOB PRIMARY KEY, data BLOB NOT NULL, "
-                "used REAL NOT NULL)"
+                "used REAL NOT NULL, seen INTEGER NOT NULL DEFAULT -1)"
             )
+            columns = {row[1] for row in db.execute("PRAGMA table_info(cache)")}
+            if "seen" not in columns:
+                # A cache from before entries were verified and tagged: start it afresh.
+                db.execute("DELETE FROM cache")
+                with contextlib.suppress(sqlite3.OperationalError):  # another process did it
+                    db.execute("ALTER TABLE cache ADD COLUMN seen INTEGER NOT NULL DEFAULT -1")
             db.execute("CREATE INDEX IF NOT EXISTS cache_by_use ON cache (used)")
             self._db = db
         except (OSError, sqlite3.Error):
@@ -403,10 +412,14 @@ class _Cache:
 
     def get(self, keys: Sequence[bytes]) -> dict[bytes, bytes]:
         """Return the cached bytes of the keys that are cached."""
+        return {key: data for key, (data, _) in self.get_seen(keys).items()}
+
+    def get_seen(self, keys: Sequence[bytes]) -> dict[bytes, tuple[bytes, int]]:
+        """Return ``(bytes, generation last seen in the bucket)`` of the keys that are cached."""
         db = self._db
         if db is None or not keys:
             return {}
-        found: dict[bytes, bytes] = {}
+        found: dict[bytes, tuple[bytes, int]] = {}
         stale: list[bytes] = []
         now = time.time()
         try:
@@ -414,10 +427,10 @@ class _Cache:
                 for start in range(0, len(keys), 500):
                     batch = list(keys[start : start + 500])
                     marks = ",".join("?" * len(batch))
-                    for key, data, used in db.execute(
-                        f"SELECT key, data, used FROM cache WHERE key IN ({marks})", batch
+                    for key, data, used, seen in db.execute(
+                        f"SELECT key, data, used, seen FROM cache WHERE key IN ({marks})", batch
                     ):
-                        found[bytes(key)] = bytes(data)
+                        found[bytes(key)] = (bytes(data), int(seen))
                         if used < now - self._TOUCH_AFTER:
                             stale.append(key)
                 if stale:
@@ -428,8 +441,9 @@ class _Cache:
             return found
         return found
 
-    def put(self, items: Mapping[bytes, bytes]) -> None:
-        """Cache ``items``; evict the least recently used when over the size limit."""
+    def put(self, items: Mapping[bytes, bytes], seen: int = -1) -> None:
+        """Cache verified ``items``, seen in the bucket at gc generation ``seen``; evict the
+        least recently used when over the size limit."""
         db = self._db
         if db is None or not items:
             return
@@ -438,8 +452,9 @@ class _Cache:
             with self._lock:
                 db.execute("BEGIN")
                 db.executemany(
-                    "INSERT OR IGNORE INTO cache (key, data, used) VALUES (?, ?, ?)",
-                    [(k, v, now) for k, v in items.items()],
+                    "INSERT INTO cache (key, data, used, seen) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET seen = max(seen, excluded.seen)",
+                    [(k, v, now, seen) for k, v in items.items()],
                 )
                 db.execute("COMMIT")
                 self._inserted += sum(len(v) for v in items.values())
@@ -464,6 +479,16 @@ class _Cache:
             doomed.append((key,))
             excess -= length
         db.executemany("DELETE FROM cache WHERE key = ?", doomed)
+
+    def mark_seen(self, keys: Iterable[bytes], seen: int) -> None:
+        """Record that ``keys`` were seen in the bucket at gc generation ``seen``."""
+        db = self._db
+        if db is None:
+            return
+        with contextlib.suppress(sqlite3.Error), self._lock:
+            db.executemany(
+                "UPDATE cache SET seen = max(seen, ?) WHERE key = ?", [(seen, k) for k in keys]
+            )
 
     def drop(self, keys: Iterable[bytes]) -> None:
         """Forget ``keys`` (objects this process deleted from the bucket)."""
@@ -856,26 +881,60 @@ class S3Store(Store):
         limit = (loc.cache_mb or DEFAULT_CACHE_MB) * 1024 * 1024
         return _Cache(folder / f"{name}.sqlite3", limit)
 
+    def _seen_generations(self) -> tuple[int, int]:
+        """``(tag, trusted)``: the gc generation to tag a sighting in the bucket made from now
+        on, and the oldest tag that still proves an object exists.
+
+        Only a sweep deletes objects, and releasing its lease bumps the generation: an entry
+        seen at a generation no older than the last one this store read was not deleted by any
+        sweep it knows of. While a sweep holds the lease, nothing cached is proof.
+        """
+        with self._lock:
+            doc = self._doc
+        if doc is None:
+            return -1, _MAX_COUNTER
+        return doc.generation, doc.generation + (1 if doc.sweep is not None else 0)
+
     def get_many(self, ids: Iterable[ObjectId]) -> dict[ObjectId, bytes]:
-        """Return the stored bytes of every id that exists (cache first, then one round trip)."""
+        """Return the stored bytes of every id that exists (cache first, then one round trip).
+
+        The cache is a source of bytes, never proof of existence across a gc: an entry last
+        seen in the bucket before the newest collection this store knows of is asked of the
+        bucket again (``HEAD``), as another machine's gc may have deleted it.
+        """
         self._check_open()
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
+        tag, trusted = self._seen_generations()
         cache = self._local()
         found: dict[ObjectId, bytes] = {}
+        unproven: dict[ObjectId, bytes] = {}
         if cache is not None:
-            hits = cache.get([b"o" + i for i in wanted])
-            found = {k[1:]: v for k, v in hits.items()}
+            for key, (data, seen) in cache.get_seen([b"o" + i for i in wanted]).items():
+                (found if seen >= trusted else unproven)[key[1:]] = data
         missing = [i for i in wanted if i not in found]
 
         def fetch(object_id: ObjectId) -> tuple[ObjectId, bytes | None]:
-            got = self._client.get(self._object_key(object_id))
+            key = self._object_key(object_id)
+            if object_id in unproven:
+                return object_id, unproven[object_id] if self._client.head(key) else None
+            got = self._client.get(key)
             return object_id, None if got is None else got[0]
 
         fetched = {i: d for i, d in self._client.concurrently(fetch, missing) if d is not None}
-        if cache is not None and fetched:
-            cache.put({b"o" + k: v for k, v in fetched.items()})
+        if cache is not None and missing:
+            # Only bytes that match their id: a tampered object must not outlive its repair.
+            cache.put(
+                {
+                    b"o" + k: v
+                    for k, v in fetched.items()
+                    if k not in unproven and hash_bytes(v) == k
+                },
+                seen=tag,
+            )
+            cache.mark_seen((b"o" + i for i in unproven if i in fetched), tag)
+            cache.drop(b"o" + i for i in unproven if i not in fetched)
         found.update(fetched)
         return found
 
@@ -889,11 +948,21 @@ class S3Store(Store):
         def create(item: tuple[ObjectId, bytes]) -> bool:
             return self._client.create(self._object_key(item[0]), bytes(item[1]))
 
+        tag, _ = self._seen_generations()
         created: list[bool] = self._client.concurrently(create, items)
         cache = self._local()
         if cache is not None:
-            # Only bytes this call stored: an existing key keeps the first bytes written.
-            cache.put({b"o" + k: bytes(v) for (k, v), new in zip(items, created) if new})
+            # Only bytes this call stored (an existing key keeps the first bytes written) and
+            # that match their id; every key is in the bucket now, whoever wrote it.
+            cache.put(
+                {
+                    b"o" + k: bytes(v)
+                    for (k, v), new in zip(items, created)
+                    if new and hash_bytes(bytes(v)) == k
+                },
+                seen=tag,
+            )
+            cache.mark_seen((b"o" + k for (k, _), new in zip(items, created) if not new), tag)
         return sum(created)
 
     def has_many(self, ids: Iterable[ObjectId]) -> set[ObjectId]:

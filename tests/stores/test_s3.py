@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
+import itertools
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reliability.harness import count, start_worker
+from reliability.workers import dict_digest
 
-from statevcs.stores.s3 import S3Store
+from statevcs import Repo
+from statevcs.errors import RefConflict, RepositoryError, RepositoryExists, RepositoryNotFound
+from statevcs.stores.s3 import S3Location, S3Store, parse_s3_url
 from statevcs.testing import StoreContract
+
+WRITERS = 8
+S3_COMMITS = count("S3_COMMITS", 10)
+"""Commits per writer process (the issue's long run: STATEVCS_RELIABILITY_S3_COMMITS=100)."""
+S3_GC_COMMITS = count("S3_GC_COMMITS", 30)
+S3_KILLS = count("S3_KILLS", 10)
 
 
 class TestS3Store(StoreContract):
@@ -18,3 +41,389 @@ class TestS3Store(StoreContract):
         store = S3Store.create(s3_url, config={}, head=None)  # the contract starts empty
         yield store
         store.close()
+
+
+# --- the server's conditional writes (the compare-and-swap rests on them) -------------------
+
+
+def _client(url: str) -> Any:
+    return S3Store(parse_s3_url(url))._client
+
+
+def test_seaweedfs_honours_if_match_and_if_none_match_under_races(s3_url: str) -> None:
+    client = _client(s3_url)
+    key = parse_s3_url(s3_url).key("race")
+    # SeaweedFS makes a loser of a contended conditional write wait up to a second: few rounds.
+    for round_number in range(4):
+        etag = client.put(key, f"base {round_number}".encode())
+        won: list[str] = []
+        created: list[int] = []
+        barrier = threading.Barrier(4)
+
+        def contend(
+            n: int,
+            etag: str = etag,
+            round_number: int = round_number,
+            barrier: threading.Barrier = barrier,
+            won: list[str] = won,
+            created: list[int] = created,
+        ) -> None:
+            barrier.wait()
+            try:
+                client.put(key, f"writer {n}".encode(), mode={"e_tag": etag})
+                won.append(f"writer {n}")
+            except client.Precondition:
+                pass
+            if client.create(f"{key}-new-{round_number}", f"{n}".encode()):
+                created.append(n)
+
+        threads = [threading.Thread(target=contend, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(won) == 1 and len(created) == 1
+        assert client.get(key)[0] == won[0].encode()
+        assert client.get(f"{key}-new-{round_number}")[0] == str(created[0]).encode()
+    client.close()
+
+
+# --- the URL ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("s3://", "bucket name is missing"),
+        ("s3:///prefix", "bucket name is missing"),
+        ("s3://ab/p", "not a valid bucket name"),
+        ("s3://Bucket/p", "not a valid bucket name"),
+        ("s3://192.168.0.1/p", "not a valid bucket name"),
+        ("s3://user:pw@bucket/p", "credentials and ports"),
+        ("s3://bucket:9000/p", "credentials and ports"),
+        ("s3://bucket/a//b", "segment ''"),
+        ("s3://bucket/a/../b", "segment '..'"),
+        ("s3://bucket/a b", "segment 'a b'"),
+        ("s3://bucket/p?endpoint=http://x", "unknown parameter 'endpoint'"),
+        ("s3://bucket/p?region=us-east-1&region=eu-west-1", "given twice"),
+        ("s3://bucket/p?endpoint_url=ftp://x", "not an http(s)"),
+        ("s3://bucket/p?endpoint_url=http://u:p@x", "credentials"),
+        ("s3://bucket/p?endpoint_url=http://x:99999", "invalid port"),
+        ("s3://bucket/p?region=US_EAST", "not a region"),
+        ("s3://bucket/p?cache_mb=-1", "cache_mb"),
+        ("s3://bucket/p?cache_mb=", "cache_mb"),
+        ("s3://bucket/p?cache=", "cache="),
+        ("s3://bucket/p#frag", "fragment"),
+        ("s3://bucket/p\n", "control character"),
+        ("s3://bucket/p?x", "name=value pairs"),
+    ],
+)
+def test_malformed_urls_are_refused_saying_what_is_wrong(url: str, problem: str) -> None:
+    with pytest.raises(RepositoryError, match=re.escape(problem)):
+        parse_s3_url(url)
+    with pytest.raises(RepositoryError, match=re.escape(problem)):
+        Repo.open(url)
+    with pytest.raises(RepositoryError, match=re.escape(problem)):
+        Repo.init(url)
+
+
+def test_a_url_parses_to_its_parts_and_back() -> None:
+    url = "s3://my-bucket/agents/prod?endpoint_url=http://127.0.0.1:8333&region=us-east-1"
+    location = parse_s3_url(url)
+    assert (location.bucket, location.prefix) == ("my-bucket", "agents/prod")
+    assert (location.endpoint_url, location.region) == ("http://127.0.0.1:8333", "us-east-1")
+    assert parse_s3_url(location.url) == location
+    assert parse_s3_url("s3://my-bucket").prefix == ""
+    assert parse_s3_url("s3://my-bucket/a/b/").key("x") == "a/b/x"
+    with pytest.raises(TypeError, match="url"):
+        parse_s3_url(b"s3://my-bucket")
+
+
+@settings(max_examples=300)
+@given(st.text(max_size=120))
+def test_hostile_urls_raise_only_repository_errors(tail: str) -> None:
+    for url in (tail, "s3://" + tail, "s3://bucket/" + tail, "s3://bucket/p?" + tail):
+        try:
+            location = parse_s3_url(url)
+        except RepositoryError:
+            continue
+        assert parse_s3_url(location.url) == location
+
+
+_SEGMENT = st.text(alphabet="abcXYZ019!_.*'()-", min_size=1, max_size=8).filter(
+    lambda s: s not in (".", "..")
+)
+
+
+@given(
+    st.from_regex(r"[a-z0-9][a-z0-9-]{1,20}[a-z0-9]", fullmatch=True),
+    st.lists(_SEGMENT, max_size=4),
+    st.sampled_from([None, "us-east-1", "eu-west-3"]),
+    st.sampled_from([None, "http://127.0.0.1:8333", "https://s3.example.com"]),
+)
+def test_every_valid_url_round_trips(
+    bucket: str, segments: list[str], region: str | None, endpoint: str | None
+) -> None:
+    location = S3Location(bucket, "/".join(segments), endpoint, region)
+    assert parse_s3_url(location.url) == location
+
+
+# --- repositories -------------------------------------------------------------------------------
+
+
+def _bucket(url: str) -> dict[str, tuple[int, float]]:
+    """Every key under the repository's prefix with its size and write time."""
+    client = _client(url)
+    location = parse_s3_url(url)
+    try:
+        return {k: (size, when) for k, size, when in client.listing(location.key("")[:-1] or "")}
+    finally:
+        client.close()
+
+
+def test_open_where_there_is_no_repository_says_so_and_writes_nothing(s3_url: str) -> None:
+    with pytest.raises(RepositoryNotFound, match="not a statevcs repository"):
+        Repo.open(s3_url)
+    assert _bucket(s3_url) == {}
+
+
+def test_two_racing_inits_create_one_repository(s3_url: str) -> None:
+    outcomes: list[str] = []
+    barrier = threading.Barrier(6)
+
+    def init() -> None:
+        barrier.wait()
+        try:
+            Repo.init(s3_url).close()
+            outcomes.append("created")
+        except RepositoryExists:
+            outcomes.append("exists")
+
+    threads = [threading.Thread(target=init) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["created"] + ["exists"] * 5
+    with Repo.open(s3_url) as repo:
+        assert repo.default_branch == "main"
+        assert repo.url == parse_s3_url(s3_url).url
+
+
+def test_a_refused_commit_leaves_the_bucket_unchanged(s3_url: str) -> None:
+    with Repo.init(s3_url) as repo, Repo.open(s3_url) as other:
+        state: dict[str, Any] = {"messages": [], "x": 1}
+        repo.commit(state, message="C0")
+        theirs: dict[str, Any] = {}
+        other.checkout(theirs, "main")
+        state["x"] = 2
+        repo.commit(state, message="C1")
+        before = _bucket(s3_url)
+        theirs["x"] = 3
+        with pytest.raises(RefConflict):
+            other.commit(theirs, message="stale")
+        with pytest.raises(TypeError):
+            repo.commit(state, message=3)  # type: ignore[arg-type]
+        assert _bucket(s3_url) == before
+
+
+def test_objects_cross_the_network_once_per_machine(s3_url: str) -> None:
+    with Repo.init(s3_url) as repo:
+        messages = [{"role": "user", "content": f"turn {i}"} for i in range(50)]
+        commit = repo.commit({"messages": messages}, message="fifty")
+    with Repo.open(s3_url) as cold:
+        client = cold.store._client  # type: ignore[attr-defined]
+        gets: list[str] = []
+        original = client.get
+
+        def counted(key: str, **options: Any) -> Any:
+            gets.append(key)
+            return original(key, **options)
+
+        client.get = counted
+        assert cold.show(commit.id).messages == messages
+        assert not [k for k in gets if "/objects/" in k]  # the writer's uploads are cached
+    with Repo.open(s3_url + "&cache=none") as uncached:
+        client = uncached.store._client  # type: ignore[attr-defined]
+        gets.clear()
+        original = client.get
+        client.get = counted
+        assert uncached.show(commit.id).messages == messages
+        assert len([k for k in gets if "/objects/" in k]) > 50
+
+
+def test_gc_deletes_only_unreachable_objects_and_a_dead_collectors_lease_expires(
+    s3_url: str,
+) -> None:
+    with Repo.init(s3_url) as repo:
+        repo.commit({"messages": [{"role": "user", "content": "kept"}]}, message="main")
+        repo.commit({"messages": [{"role": "user", "content": "dropped"}]}, branch="tmp")
+        repo.delete_branch("tmp")
+        repo.store.expire_reflogs(repo.store.now() + 1)
+        report = repo.gc("0")
+        assert report.deleted > 0
+        assert repo.fsck().problems == () and repo.fsck().dangling == 0
+        store = repo.store
+        assert isinstance(store, S3Store)
+        # A collector that died holding its lease: writers wait for it to expire, then take it
+        # over and move the generation on (caches that may name its deletions are refused).
+        doc = store._read()
+        data = doc.copy()
+        data["sweep"] = {"token": "dead", "until": time.time() + 0.5}
+        store._try_write(doc, data)
+        generation = doc.generation
+        started = time.monotonic()
+        repo.commit({"messages": [{"role": "user", "content": "after"}]}, message="after")
+        assert time.monotonic() - started >= 0.3
+        assert store.generation() == generation + 1
+        assert repo.fsck().problems == ()
+
+
+def test_the_command_line_opens_an_s3_repository(s3_url: str) -> None:
+    with Repo.init(s3_url) as repo:
+        repo.commit({"messages": [], "x": 1}, message="first on s3")
+    done = subprocess.run(
+        [sys.executable, "-m", "statevcs", "--repo", s3_url, "log"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "first on s3" in done.stdout
+    missing = s3_url.replace("/t/", "/none/")
+    done = subprocess.run(
+        [sys.executable, "-m", "statevcs", "--repo", missing, "log"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 1 and "not a statevcs repository" in done.stderr
+
+
+# --- many hosts, one history (processes with separate caches) ----------------------------
+
+
+def _run_writers(url: str, folder: Path, command: str, jobs: list[tuple[str, str]]) -> list[str]:
+    go = folder / "go"
+    children = []
+    for n, (branch, name) in enumerate(jobs):
+        # A cache folder per process: each is another machine.
+        env = {**os.environ, "STATEVCS_CACHE_DIR": str(folder / f"cache-{n}")}
+        children.append(
+            start_worker(
+                command, url, branch, name, S3_COMMITS, go,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+            )
+        )  # fmt: skip
+    time.sleep(0.5)
+    go.touch()
+    outputs = []
+    for child in children:
+        out, err = child.communicate(timeout=600)
+        assert child.returncode == 0, f"a writer failed ({child.returncode}):\n{err[-3000:]}"
+        outputs.append(out)
+    return outputs
+
+
+def test_writers_on_many_hosts_on_one_branch_keep_a_linear_history(
+    s3_url: str, tmp_path: Path
+) -> None:
+    with Repo.init(s3_url) as repo:
+        repo.commit({"messages": []}, message="root")
+    names = [f"w{n}" for n in range(WRITERS)]
+    started = time.monotonic()
+    outputs = _run_writers(s3_url, tmp_path, "retry-writer", [("main", n) for n in names])
+    elapsed = time.monotonic() - started
+    with Repo.open(s3_url) as repo:
+        history = list(repo.log("main", all_parents=True))
+        assert len(history) == WRITERS * S3_COMMITS + 1
+        for newer, older in itertools.pairwise(history):
+            assert newer.parents == (older.id,)
+        contents = [m["content"] for m in repo.show("main").messages]
+        assert sorted(contents) == sorted(f"{n} {i}" for n in names for i in range(S3_COMMITS))
+        assert repo.fsck().problems == ()
+    conflicts = sum(int(out.split()[1]) for out in outputs)
+    print(f"\nS3: {WRITERS}x{S3_COMMITS} commits, {conflicts} conflicts retried, {elapsed:.1f}s")
+
+
+def test_writers_on_many_hosts_on_separate_branches_share_objects(
+    s3_url: str, tmp_path: Path
+) -> None:
+    prefix = [{"role": "user", "content": f"shared {i} " + "p" * 500} for i in range(50)]
+    with Repo.init(s3_url) as repo:
+        repo.commit({"messages": prefix}, message="shared prefix")
+        single = repo.stats().bytes_stored
+    names = [f"b{n}" for n in range(WRITERS)]
+    _run_writers(s3_url, tmp_path, "branch-writer", [(n, n) for n in names])
+    with Repo.open(s3_url) as repo:
+        for name in names:
+            snapshot = repo.show(name)
+            assert snapshot.messages[:50] == prefix
+            assert len(list(repo.log(name))) == S3_COMMITS + 1
+        stats = repo.stats()
+        assert repo.fsck().problems == ()
+    per_commit = (stats.bytes_stored - single) / (WRITERS * S3_COMMITS)
+    assert per_commit < 3_000, f"{per_commit:.0f} bytes stored per commit"
+
+
+def test_a_gc_loop_on_another_host_never_leaves_a_ref_to_a_missing_object(
+    s3_url: str, tmp_path: Path
+) -> None:
+    stop = tmp_path / "stop"
+    blobs = ["a" * 300, "b" * 300]
+    env = {**os.environ, "STATEVCS_CACHE_DIR": str(tmp_path / "gc-cache")}
+    with Repo.init(s3_url) as a:
+        a.commit({"messages": []}, message="root")
+        collector = start_worker("gc-loop", s3_url, stop, stdout=subprocess.PIPE, env=env)
+        assert collector.stdout is not None
+        assert collector.stdout.readline() == "ready\n"
+        try:
+            for i in range(S3_GC_COMMITS):
+                # The previous commit's content becomes unreachable, the collector deletes it,
+                # and the next commit but one reuses exactly that content.
+                if "live" in a.branches():
+                    a.delete_branch("live")
+                state = {"messages": [{"role": "user", "content": f"c{i % 2}"}], "b": blobs[i % 2]}
+                commit = a.commit(state, message=f"c {i}", branch="live")
+                with Repo.open(s3_url + "&cache=none") as cold:
+                    assert cold.show(commit.id).state == {"b": blobs[i % 2]}
+        finally:
+            stop.touch()
+            out = collector.communicate(timeout=120)[0]
+        assert collector.returncode == 0
+        assert a.fsck().problems == ()
+    print(f"\nS3: {S3_GC_COMMITS} commits against a gc loop ({out.strip()})")
+
+
+def test_sigkill_during_s3_commits_loses_no_acknowledged_commit(
+    s3_url: str, tmp_path: Path
+) -> None:
+    Repo.init(s3_url).close()
+    rng = random.Random("s3-kills")
+    acknowledged: list[tuple[str, str]] = []
+    env = {**os.environ, "STATEVCS_CACHE_DIR": str(tmp_path / "cache")}
+    for kill in range(S3_KILLS):
+        child = start_worker("commit-loop", s3_url, f"k{kill}", stdout=subprocess.PIPE, env=env)
+        assert child.stdout is not None
+        assert child.stdout.readline() == "ready\n"
+        time.sleep(rng.uniform(0, 0.004) if kill % 5 == 0 else rng.uniform(0.05, 0.3))
+        child.send_signal(signal.SIGKILL)
+        rest = child.stdout.read()
+        child.wait()
+        assert child.returncode == -signal.SIGKILL
+        acknowledged += [(ln.split()[0], ln.split()[1]) for ln in rest.split("\n")[:-1]]
+    assert acknowledged
+    with Repo.open(s3_url) as repo:
+        for commit_id, expected in acknowledged:
+            snapshot = repo.show(commit_id)
+            assert dict_digest({"messages": snapshot.messages, **snapshot.state}) == expected
+        history = [c.id for c in repo.log("main")]
+        positions = {commit_id: n for n, commit_id in enumerate(reversed(history))}
+        order = [positions[commit_id] for commit_id, _ in acknowledged]
+        assert order == sorted(order)
+        assert repo.fsck().problems == ()
+        repo.gc("0")
+        after = repo.fsck()
+        assert after.problems == () and after.dangling == 0
