@@ -318,6 +318,9 @@ def message_lines(message: Any) -> list[Text]:
         function = call.get("function", {}) if isinstance(call, dict) else {}
         if not isinstance(function, dict):
             function = {}
+        if not function and isinstance(call, dict) and "name" in call:
+            # LangChain's form (LangGraph checkpoints): {"name", "args", "id"}.
+            function = {"name": call["name"], "arguments": call.get("args", "")}
         line = text(("→ ", "yellow"), (function.get("name", "?"), "bold yellow"))
         line.append_text(text("(" + short(function.get("arguments", ""), 300) + ")"))
         found.append(line)

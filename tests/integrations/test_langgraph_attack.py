@@ -2,7 +2,7 @@
 LangGraph's own savers (``InMemorySaver``, ``SqliteSaver``), under hostile ids, odd values,
 concurrent writers, time travel and the command line.
 
-Claims that hold are plain tests; each defect found is a strict xfail naming what was seen.
+Claims that hold are plain tests; the defects found (once strict xfails) are fixed.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from langgraph.types import Command
 import statevcs
 from statevcs.cli.app import cli
 from statevcs.errors import SerializationError
-from statevcs.integrations.langgraph import StateVCSSaver
+from statevcs.integrations.langgraph import StateVCSSaver, UnsafeValue
 from statevcs.integrations.langgraph.names import ThreadKey
 
 from .langgraph_support import approval_graph, chat_graph, nested_graph, plain
@@ -413,18 +413,13 @@ def test_cli_reads_a_saver_repository_with_control_characters_escaped(tmp_path: 
     assert "update step 4" in _statevcs(path, "log", "--graph", "--all")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="statevcs show threads/<t> prints every LangGraph message as '(empty)' (role '?' "
-    "for non-message list items): the codec stores messages as {'channel','role','lc'} "
-    "documents with no top-level 'content', which rendering.message_lines reads",
-)
 def test_cli_show_displays_the_text_of_langgraph_messages(tmp_path: Path) -> None:
     path = _cli_repo(tmp_path)
     branch = ThreadKey.of(_EVIL_THREAD, "").branch.removeprefix("refs/heads/")
     out = _statevcs(path, "show", branch)
     assert "Summary: sunny in" in out
     assert "(empty)" not in out
+    assert "weather(" in out  # the tool call, in LangChain's form
 
 
 # --- defects -----------------------------------------------------------------------------------
@@ -456,13 +451,6 @@ def _edit_graph(saver: BaseCheckpointSaver[Any]) -> Any:
     return graph.compile(checkpointer=saver)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an item of a list channel changed in place (a todo marked done) is lost: the saver "
-    "caches the live objects LangGraph passed to put() and _appended() compares items by "
-    "identity first, so the next checkpoint writes no change; InMemorySaver and SqliteSaver "
-    "store {'done': True}",
-)
 def test_list_items_updated_in_place_are_stored_as_in_memory_saver_stores_them() -> None:
     histories = []
     for saver in (InMemorySaver(), _memory_saver()):
@@ -474,12 +462,6 @@ def test_list_items_updated_in_place_are_stored_as_in_memory_saver_stores_them()
     assert histories[1] == histories[0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a list item replaced by an equal value of another type (1 -> True, 0 -> False, "
-    "{'a': 1} -> {'a': 1.0}) reads back as the old value: _appended() treats a == b as "
-    "unchanged, so only the new tail is written",
-)
 def test_list_items_replaced_by_equal_values_of_another_type_read_back_exactly() -> None:
     saver = _memory_saver()
     first = saver.put(_config("t"), _checkpoint("1", {"items": [1, {"a": 1}, 0]}), {}, {"items": 1})
@@ -496,15 +478,11 @@ class _Note(AIMessage):
     """A message subclass an application defines (importable: module level)."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a message subclass in a list channel comes back as its base class (AIMessage): "
-    "the codec stores any BaseMessage as message_to_dict and rebuilds it with "
-    "messages_from_dict; InMemorySaver and SqliteSaver return the subclass",
-)
 def test_message_subclasses_come_back_as_their_own_class() -> None:
     results = []
-    for saver in (InMemorySaver(), _memory_saver()):
+    # The saver's strict serde builds an application's class only once it is allowed.
+    allowed = _memory_saver().with_allowlist([(_Note.__module__, _Note.__name__)])
+    for saver in (InMemorySaver(), allowed):
         messages = [_Note(content="x", id="1"), HumanMessage(content="y", id="2")]
         config = saver.put(
             _config("t"), _checkpoint("1", {"messages": messages}), {}, {"messages": 1}
@@ -516,12 +494,14 @@ def test_message_subclasses_come_back_as_their_own_class() -> None:
     assert results[1] == results[0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="put() again with a checkpoint id that is no longer a head adds a second commit "
-    "with that id: list() yields the checkpoint twice (old and new values); InMemorySaver "
-    "and SqliteSaver replace it",
-)
+def test_a_message_subclass_not_allowed_raises_instead_of_changing_class() -> None:
+    saver = _memory_saver()
+    messages = [_Note(content="x", id="1")]
+    config = saver.put(_config("t"), _checkpoint("1", {"messages": messages}), {}, {"messages": 1})
+    with pytest.raises(UnsafeValue, match="with_allowlist"):
+        saver.get_tuple(config)
+
+
 def test_putting_an_existing_checkpoint_id_again_replaces_it_in_list() -> None:
     results = []
     for saver in (InMemorySaver(), _sqlite_saver(), _memory_saver()):
@@ -535,12 +515,6 @@ def test_putting_an_existing_checkpoint_id_again_replaces_it_in_list() -> None:
     assert results[2] == results[0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="put() again of the latest checkpoint's id drops the pending writes stored in its "
-    "commit (the new commit takes only side-ref writes); InMemorySaver and SqliteSaver keep "
-    "writes keyed by checkpoint id",
-)
 def test_putting_the_latest_checkpoint_again_keeps_its_pending_writes() -> None:
     results = []
     for saver in (InMemorySaver(), _sqlite_saver(), _memory_saver()):
@@ -571,30 +545,17 @@ class _PlantedValue:
         raise AssertionError("only used to write")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reading a checkpoint runs code: the default serde is LangGraph's permissive "
-    "JsonPlusSerializer(), whose msgpack ext hook imports any module and calls any name "
-    "(os.mkdir here ran on get_tuple); a safe default would be "
-    "JsonPlusSerializer(allowed_msgpack_modules=None) plus the types the saver needs",
-)
 def test_loading_a_checkpoint_never_executes_code(tmp_path: Path) -> None:
     target = tmp_path / "ran"
     repo = statevcs.Repo.init(tmp_path / "repo")
     writer = StateVCSSaver(repo, serde=_PlantedValue(str(target)))
     writer.put(_config("t"), _checkpoint("1", {"x": {1, 2}}), {}, {"x": 1})
     assert not target.exists()
-    StateVCSSaver(repo).get_tuple(_config("t"))
+    with pytest.raises(UnsafeValue, match=r"os\.mkdir"):
+        StateVCSSaver(repo).get_tuple(_config("t"))
     assert not target.exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a checkpoint is lost when another handle writes between the saver's two reads of "
-    "a thread's heads (branch tip, then leaf refs): the stale tip is also seen as a leaf, "
-    "head_updates() keeps the tip unchanged so no CAS guards the branch, and the leaf ref of "
-    "checkpoint '5' is deleted; threads in 4 processes/handles lost 7-24 of 100 checkpoints",
-)
 def test_a_second_handle_writing_during_put_loses_no_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -624,12 +585,6 @@ def test_a_second_handle_writing_during_put_loses_no_checkpoint(
     assert ids == ["3", "5", "9"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="wrong argument types are not TypeErrors naming them: prune(strategy=None) raises "
-    "UnknownStrategy (a ValueError); get_delta_channel_history(channels='items') silently "
-    "treats the str as channels 'i','t','e','m','s'; channels=None raises a bare TypeError",
-)
 def test_wrong_types_of_prune_and_delta_history_arguments_raise_type_error() -> None:
     saver = _memory_saver()
     config = _config("t")

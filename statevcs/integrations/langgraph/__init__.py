@@ -20,7 +20,13 @@ threads/<thread>`` shows a conversation's history. One module per job:
 
 from __future__ import annotations
 
-from .errors import InvalidCheckpointConfig, LangGraphError, NotACheckpoint, ThreadExists
+from .errors import (
+    InvalidCheckpointConfig,
+    LangGraphError,
+    NotACheckpoint,
+    ThreadExists,
+    UnsafeValue,
+)
 from .names import decode as decode_thread_id
 from .names import encode as encode_thread_id
 from .saver import StateVCSSaver, UnknownStrategy
@@ -32,6 +38,7 @@ __all__ = [
     "StateVCSSaver",
     "ThreadExists",
     "UnknownStrategy",
+    "UnsafeValue",
     "decode_thread_id",
     "encode_thread_id",
 ]

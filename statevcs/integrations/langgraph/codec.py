@@ -1,27 +1,78 @@
 """Channel values, list items and pending writes to storable documents and back.
 
 Plain values (JSON types, plus bytes inside documents) are stored as they are, so ``statevcs
-show`` and the git mirror can read them; LangChain messages as ``message_to_dict`` documents
-(read back by ``messages_from_dict``: a known message class is built, no code runs); anything
-else through the saver's ``serde`` (LangGraph's ``JsonPlusSerializer`` by default), as its
-``(type, bytes)`` pair. Loading runs code only if that serde does.
+show`` and the git mirror can read them; LangChain's own message classes as their fields, with
+``role`` and ``content`` on top (what ``statevcs show`` prints) and fields at their defaults left
+out (rebuilt as the class itself: no code named by the data runs); anything else, message
+subclasses included, through the saver's ``serde`` as its ``(type, bytes)`` pair.
+
+The default serde, :func:`safe_serializer`, is LangGraph's ``JsonPlusSerializer`` restricted
+to LangGraph's own allow-list of types (its strict mode): loading never imports a module or
+calls a function the data names, and a value of a type it refuses raises
+:class:`~statevcs.integrations.langgraph.errors.UnsafeValue` instead of coming back as
+something else.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+import ormsgpack
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+)
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from pydantic import BaseModel
 
 from ...errors import CorruptObject
+from .errors import UnsafeValue
 
 _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
 _MAX_DEPTH = 100
-_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+# LangChain's own message classes, stored as their fields (a subclass goes through serde, so
+# it comes back as itself). The role names what ``statevcs show`` prints, and the class.
+_CLASSES: dict[str, type[BaseMessage]] = {
+    "user": HumanMessage,
+    "assistant": AIMessage,
+    "system": SystemMessage,
+    "tool": ToolMessage,
+    "chat": ChatMessage,
+    "function": FunctionMessage,
+}
+_ROLES: dict[type[BaseMessage], str] = {cls: role for role, cls in _CLASSES.items()}
+# Fields left out when at these defaults (None, False or empty), put back when read.
+_DEFAULTS: dict[type[BaseMessage], dict[str, Any]] = {
+    cls: {
+        name: field.default
+        for name, field in cls.model_fields.items()
+        if name not in ("content", "type")
+        and not field.is_required()
+        and field.default_factory is None
+        and field.default in (None, False)
+        and type(field.default) in (type(None), bool)
+    }
+    | {
+        name: field.get_default(call_default_factory=True)
+        for name, field in cls.model_fields.items()
+        if field.default_factory is not None
+        and type(field.get_default(call_default_factory=True)) in (dict, list)
+        and not field.get_default(call_default_factory=True)
+    }
+    for cls in _ROLES
+}
 
 
 def is_plain(value: Any, *, allow_bytes: bool) -> bool:
@@ -90,18 +141,49 @@ def unwrap(doc: Any, serde: SerializerProtocol, where: str) -> Any:
 
 
 def item_doc(channel: str, item: Any, serde: SerializerProtocol) -> dict[str, Any]:
-    """Return one item of list channel ``channel`` as a message document."""
-    if isinstance(item, BaseMessage):
-        data = message_to_dict(item)
-        if is_plain(data, allow_bytes=True):
-            return {"channel": channel, "role": _ROLES.get(item.type, item.type), "lc": data}
+    """Return one item of list channel ``channel`` as a message document.
+
+    A LangChain message is ``{"channel", "role", "content", "lc": other fields}`` (plus its
+    ``tool_calls`` if any); a string
+    ``{"channel", "content"}``; anything else ``{"channel", "v"}`` or ``{"channel", "t", "b"}``.
+    """
+    kind = type(item)
+    role = _ROLES.get(kind)
+    if role is not None:
+        data = message_to_dict(item)["data"]
+        content = data.pop("content")
+        data.pop("type", None)
+        for name, default in _DEFAULTS[kind].items():
+            if name in data and type(data[name]) is type(default) and data[name] == default:
+                del data[name]
+        doc = {"channel": channel, "role": role, "content": content, "lc": data}
+        if "tool_calls" in data:
+            doc["tool_calls"] = data.pop("tool_calls")  # on top too: statevcs show prints them
+        if is_plain(doc, allow_bytes=True):
+            return doc
+    if kind is str and is_plain(item, allow_bytes=False):
+        return {"channel": channel, "content": item}
     return {"channel": channel, **wrap(item, serde)}
 
 
 def item_value(doc: Any, serde: SerializerProtocol) -> Any:
     """Return the list item :func:`item_doc` stored as ``doc``."""
-    if isinstance(doc, dict) and "lc" in doc:
-        return messages_from_dict([doc["lc"]])[0]
+    if isinstance(doc, dict):
+        if "lc" in doc:
+            cls = _CLASSES.get(doc.get("role"))  # type: ignore[arg-type]
+            fields = doc["lc"]
+            if cls is None or not isinstance(fields, dict) or "content" not in doc:
+                raise CorruptObject("(checkpoint)", "a stored message names no known class")
+            data = {
+                k: type(v)() if type(v) in (dict, list) else v for k, v in _DEFAULTS[cls].items()
+            }
+            data.update(fields)
+            data["content"] = doc["content"]
+            if "tool_calls" in doc:
+                data["tool_calls"] = doc["tool_calls"]
+            return cls(**data)
+        if "content" in doc and "v" not in doc and "t" not in doc:
+            return doc["content"]
     return unwrap(doc, serde, "a list channel's item")
 
 
@@ -142,12 +224,129 @@ def read_writes(doc: Any) -> dict[tuple[str, int], tuple[str, str, Any, str]]:
     return result
 
 
+# --- fingerprints: exact change detection for list items ---------------------------------
+
+_FP_OPTIONS = (
+    ormsgpack.OPT_PASSTHROUGH_SUBCLASS
+    | ormsgpack.OPT_PASSTHROUGH_TUPLE
+    | ormsgpack.OPT_PASSTHROUGH_DATACLASS
+    | ormsgpack.OPT_PASSTHROUGH_DATETIME
+    | ormsgpack.OPT_PASSTHROUGH_UUID
+    | ormsgpack.OPT_PASSTHROUGH_ENUM
+)
+_TYPE_CODES: dict[type, int] = {}
+_TYPE_LOCK = threading.Lock()
+
+
+def _type_code(kind: type) -> int:
+    code = _TYPE_CODES.get(kind)
+    if code is None:
+        with _TYPE_LOCK:
+            # The dict keeps the class alive, so a code never names two classes.
+            code = _TYPE_CODES.setdefault(kind, len(_TYPE_CODES))
+    return code
+
+
+class Fingerprinter:
+    """Exact, cheap fingerprints of list items: equal bytes mean the item stores the same.
+
+    A fingerprint is a msgpack encoding that keeps what JSON loses: bool, int and float
+    differ; tuples, subclasses, pydantic models (messages) carry their class; other values
+    are the serde's own encoding. Fingerprints are bytes, so nothing the caller mutates later
+    can change one already taken (the saver compares new items against them, never against
+    the live objects it was once given).
+    """
+
+    def __init__(self, serde: SerializerProtocol) -> None:
+        self._serde = serde
+
+    def _default(self, value: Any) -> Any:
+        kind = type(value)
+        if isinstance(value, BaseModel):
+            body: Any = [_type_code(kind), value.__dict__, value.__pydantic_extra__]
+            return ormsgpack.Ext(
+                1, ormsgpack.packb(body, default=self._default, option=_FP_OPTIONS)
+            )
+        if kind is tuple:
+            return ormsgpack.Ext(
+                2, ormsgpack.packb(list(value), default=self._default, option=_FP_OPTIONS)
+            )
+        tag, data = self._serde.dumps_typed(value)
+        return ormsgpack.Ext(3, ormsgpack.packb([_type_code(kind), tag, data]))
+
+    def __call__(self, item: Any) -> bytes | None:
+        """The item's fingerprint (``None``: it has none, so it always counts as changed)."""
+        try:
+            return ormsgpack.packb(
+                [_type_code(type(item)), item], default=self._default, option=_FP_OPTIONS
+            )
+        except Exception:
+            return None
+
+    def many(self, items: Iterable[Any]) -> list[bytes | None]:
+        """Fingerprints of ``items``, in order."""
+        return [self(item) for item in items]
+
+
+# --- the default serde ---------------------------------------------------------------------
+
+_BLOCKED = threading.local()
+
+
+def _on_serde_event(event: SerdeEvent) -> None:
+    found = getattr(_BLOCKED, "found", None)
+    if found is not None and event.get("kind") in ("msgpack_blocked", "msgpack_method_blocked"):
+        found.append(
+            ".".join(x for x in (event.get("module"), event.get("name"), event.get("method")) if x)
+        )
+
+
+register_serde_event_listener(_on_serde_event)
+
+
+class SafeSerializer(JsonPlusSerializer):
+    """LangGraph's ``JsonPlusSerializer`` in strict mode that raises on a refused type.
+
+    Loading builds only the types of LangGraph's allow-list (``SAFE_MSGPACK_TYPES``: messages,
+    ``Send``, ``Interrupt``, ``Command``, datetimes, sets, ...) plus those passed as
+    ``allowed_msgpack_modules`` or added by ``with_msgpack_allowlist``; it never imports a
+    module the data names. A stored value of another type raises ``UnsafeValue`` (LangGraph
+    itself would return its raw fields instead: a silent change of type).
+    """
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        """Load a value; ``UnsafeValue`` if it holds a type this serializer may not build."""
+        outer = getattr(_BLOCKED, "found", None)
+        found: list[str] = []
+        _BLOCKED.found = found
+        try:
+            value = super().loads_typed(data)
+        finally:
+            _BLOCKED.found = outer
+        if found:
+            pair = tuple(found[0].rsplit(".", 1))
+            raise UnsafeValue(
+                f"a stored value holds {found[0]}, a type the saver's serde may not load (loading "
+                f"it could run code); if you trust this repository, allow it: "
+                f"saver = saver.with_allowlist([{pair!r}])"
+            )
+        return value
+
+
+def safe_serializer(allowed: Iterable[tuple[str, ...] | type] | None = None) -> SafeSerializer:
+    """The saver's default serde: strict LangGraph types only, plus ``allowed``."""
+    return SafeSerializer(allowed_msgpack_modules=list(allowed) if allowed else None)
+
+
 __all__ = [
+    "Fingerprinter",
+    "SafeSerializer",
     "is_plain",
     "item_channel",
     "item_doc",
     "item_value",
     "read_writes",
+    "safe_serializer",
     "unwrap",
     "wrap",
     "wrap_writes",

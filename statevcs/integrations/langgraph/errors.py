@@ -24,4 +24,18 @@ class NotACheckpoint(LangGraphError):
     """A commit on a thread's branch is not a LangGraph checkpoint (written by something else)."""
 
 
-__all__ = ["InvalidCheckpointConfig", "LangGraphError", "NotACheckpoint", "ThreadExists"]
+class UnsafeValue(LangGraphError):
+    """A stored value is of a type the saver's serde may not load (loading could run code).
+
+    Pass a serde that allows the type (``JsonPlusSerializer(allowed_msgpack_modules=[...])``)
+    if the repository is trusted.
+    """
+
+
+__all__ = [
+    "InvalidCheckpointConfig",
+    "LangGraphError",
+    "NotACheckpoint",
+    "ThreadExists",
+    "UnsafeValue",
+]

@@ -8,8 +8,9 @@ import os
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -30,12 +31,13 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from ...errors import RefConflict, RepositoryNotFound, StaleCache
 from ...hashing import ObjectId
 from ...objects import CommitObject
+from ...objects import decode as decode_object
 from ...refs import MAX_REF_NAME_LENGTH
 from ...repo import MEMORY_URL, Repo
 from ...snapshot import MessageBase, Snapshot
 from ...stores.base import RefUpdate
 from . import store
-from .codec import is_plain, unwrap, wrap_writes
+from .codec import Fingerprinter, is_plain, safe_serializer, unwrap, wrap_writes
 from .errors import InvalidCheckpointConfig, LangGraphError, ThreadExists
 from .names import (
     BRANCH_ROOT,
@@ -51,6 +53,8 @@ from .names import (
 _ATTEMPTS = 16
 _CACHE = 64
 _T = TypeVar("_T")
+Prints = tuple[bytes | None, ...]
+"""Fingerprints of a list channel's stored items, in order."""
 
 
 class UnknownStrategy(LangGraphError, ValueError):
@@ -64,8 +68,9 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
     ``(thread_id, checkpoint_ns)`` is the branch ``threads/<thread>`` (``threads/<thread>.ns-<ns>``
     for a subgraph); each checkpoint a commit whose parent is its parent checkpoint's commit.
     List-valued channels (``messages``) are stored as one prolly list, so a step writes only
-    its new items. ``serde`` (LangGraph's ``JsonPlusSerializer`` by default) stores values
-    that are not plain JSON.
+    its new items. ``serde`` stores values that are not plain JSON; the default is LangGraph's
+    ``JsonPlusSerializer`` in strict mode (loading never runs code the data names; widen it
+    with ``saver.with_allowlist([(module, name)])``).
     """
 
     def __init__(self, repo: Repo, *, serde: SerializerProtocol | None = None) -> None:
@@ -78,11 +83,13 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             raise TypeError(
                 f"serde must implement LangGraph's SerializerProtocol, got {type(serde).__name__}"
             )
-        super().__init__(serde=serde)
+        super().__init__(serde=serde if serde is not None else safe_serializer())
         self.repo: Repo = repo
         """The repository the checkpoints live in."""
         self._lock = threading.RLock()
-        self._items: OrderedDict[ObjectId, dict[str, tuple[Any, ...]]] = OrderedDict()
+        # commit -> list channel -> fingerprints of its stored items (bytes: what was stored,
+        # whatever the caller does to the objects it passed or got back).
+        self._prints: OrderedDict[ObjectId, dict[str, Prints]] = OrderedDict()
 
     @classmethod
     @contextmanager
@@ -148,7 +155,12 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                 return None
             side = self.repo.refs.get(key.writes_ref(found.checkpoint_id))
             result, lists = self._tuple(key, found, side, None)
-            self._remember(found.commit_id, lists)
+            if found.commit_id not in self._prints:
+                fingerprint = Fingerprinter(self.serde)
+                self._remember(
+                    found.commit_id,
+                    {name: tuple(fingerprint.many(items)) for name, items in lists.items()},
+                )
             return result
 
     def list(
@@ -261,18 +273,24 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         )
         return result, lists
 
-    def _remember(self, commit_id: ObjectId, lists: Mapping[str, Sequence[Any]]) -> None:
-        self._items[commit_id] = {name: tuple(items) for name, items in lists.items()}
-        self._items.move_to_end(commit_id)
-        while len(self._items) > _CACHE:
-            self._items.popitem(last=False)
+    def _remember(self, commit_id: ObjectId, prints: dict[str, Prints]) -> None:
+        self._prints[commit_id] = prints
+        self._prints.move_to_end(commit_id)
+        while len(self._prints) > _CACHE:
+            self._prints.popitem(last=False)
+
+    def _parent_prints(self, parent: store.Stored) -> dict[str, Prints]:
+        """Fingerprints of a checkpoint's stored list items (decoded from storage if not cached)."""
+        cached = self._prints.get(parent.commit_id)
+        if cached is None:
+            fingerprint = Fingerprinter(self.serde)
+            lists = store.list_items(self.repo, parent, self.serde, None)
+            cached = {name: tuple(fingerprint.many(items)) for name, items in lists.items()}
+            self._remember(parent.commit_id, cached)
+        return cached
 
     def _parent_items(self, parent: store.Stored, name: str) -> tuple[Any, ...]:
-        cached = self._items.get(parent.commit_id)
-        if cached is not None and name in cached:
-            return cached[name]
         lists = store.list_items(self.repo, parent, self.serde, None)
-        self._remember(parent.commit_id, lists)
         return tuple(lists.get(name, ()))
 
     # --- writing ----------------------------------------------------------------------
@@ -287,8 +305,9 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         """Store ``checkpoint`` as a commit on its thread's branch; return its config.
 
         Its parent is the checkpoint ``config`` names. Only channels in ``new_versions`` are
-        serialized again; list channels that grew write only their new items. Nothing is
-        written if any value cannot be stored.
+        serialized again; list channels that grew write only their new items. Putting an id
+        again replaces that checkpoint (keeping its pending writes), as LangGraph's savers do.
+        Nothing is written if any value cannot be stored.
         """
         key = self._key(config)
         parent_id = _checkpoint_id(config, "config")
@@ -298,35 +317,78 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         if not isinstance(new_versions, Mapping):
             raise TypeError(f"new_versions must be a dict, got {type(new_versions).__name__}")
         meta = dict(get_serializable_checkpoint_metadata(config, metadata))
+        checkpoint_id = checkpoint["id"]
         with self._lock:
             for _attempt in range(_ATTEMPTS):
-                heads = store.read_heads(self.repo, key)
-                head_ids = {
-                    c: store.load(self.repo.objects, c).checkpoint_id for c in heads.commits()
-                }
-                parent = store.find(self.repo, heads, parent_id) if parent_id is not None else None
-                side_ref = key.writes_ref(checkpoint["id"])
-                side = self.repo.refs.get(side_ref)
-                built, lists = self._build(
-                    key, checkpoint, meta, new_versions, parent, parent_id, side
-                )
-                drop = {c for c, i in head_ids.items() if i == checkpoint["id"]}
-                if parent is not None:
-                    drop.add(parent.commit_id)
-                note = f"langgraph: checkpoint {checkpoint['id']}"
-                updates = store.head_updates(
-                    key, heads, head_ids, {built.commit_id: checkpoint["id"]}, drop, note
-                )
-                if side is not None:
-                    updates.append(RefUpdate(side_ref, None, side, note))
-                if self._apply(updates, built.objects):
-                    self._remember(built.commit_id, lists)
+                if self._put_once(key, checkpoint, meta, new_versions, parent_id):
                     return _config(
                         _configurable(config, "config")["thread_id"],
                         key.checkpoint_ns,
-                        checkpoint["id"],
+                        checkpoint_id,
                     )
         raise RefConflict(key.branch, None, None, f"gave up after {_ATTEMPTS} attempts")
+
+    def _put_once(
+        self,
+        key: ThreadKey,
+        checkpoint: Checkpoint,
+        meta: dict[str, Any],
+        new_versions: Mapping[str, Any],
+        parent_id: str | None,
+    ) -> bool:
+        """One attempt of :meth:`put`; ``False`` when a concurrent writer moved a ref first."""
+        repo = self.repo
+        checkpoint_id = checkpoint["id"]
+        heads = store.read_heads(repo, key)
+        head_stored = {c: store.load(repo.objects, c) for c in heads.commits()}
+        head_ids = {c: s.checkpoint_id for c, s in head_stored.items()}
+        replaced = [s for s in head_stored.values() if s.checkpoint_id == checkpoint_id]
+        hidden: store.Stored | None = None
+        if not replaced and not _newer_than_all(head_stored.values(), checkpoint_id):
+            # The id may be on an inner commit (a checkpoint with children): replace it there.
+            hidden = store.find(repo, heads, checkpoint_id)
+            if hidden is not None:
+                replaced = [hidden]
+        parent = store.find(repo, heads, parent_id) if parent_id is not None else None
+        side_ref = key.writes_ref(checkpoint_id)
+        side = repo.refs.get(side_ref)
+        own: store.Writes = {}
+        for old in replaced:
+            own = store.merge_writes(own, store.own_writes(repo, old))
+        built, prints = self._build(
+            key, checkpoint, meta, new_versions, parent, parent_id, side, own
+        )
+        note = f"langgraph: checkpoint {checkpoint_id}"
+        if hidden is None:
+            drop = {s.commit_id for s in replaced}
+            if parent is not None:
+                drop.add(parent.commit_id)
+            updates = store.head_updates(
+                key, heads, head_ids, {built.commit_id: checkpoint_id}, drop, note
+            )
+            objects = built.objects
+        else:
+            plan = _plan_rewrite(repo, heads, partial(_is_commit, hidden.commit_id))
+            new_id, objects = built.commit_id, dict(built.objects)
+            if parent is not None:
+                moved = plan.image.get(parent.commit_id, parent.commit_id)
+                if moved != parent.commit_id:
+                    new_id, encoded = _reparented(repo, built, moved)
+                    objects.pop(built.commit_id)
+                    objects[new_id] = encoded
+                if moved is not None:
+                    plan.heads.pop(moved, None)
+            objects.update(plan.objects)
+            updates = store.head_updates(
+                key, heads, head_ids, {**plan.heads, new_id: checkpoint_id}, set(head_ids), note
+            )
+        if side is not None:
+            updates.append(RefUpdate(side_ref, None, side, note))
+        if not self._apply(updates, objects):
+            return False
+        if prints is not None and hidden is None:
+            self._remember(built.commit_id, prints)
+        return True
 
     def _apply(self, updates: Sequence[RefUpdate], objects: Mapping[ObjectId, bytes]) -> bool:
         """Apply ref moves with their objects; ``False`` when a concurrent writer got there."""
@@ -348,7 +410,9 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         parent: store.Stored | None,
         parent_id: str | None,
         side: ObjectId | None,
-    ) -> tuple[store.Built, dict[str, Sequence[Any]]]:
+        own_writes: store.Writes,
+    ) -> tuple[store.Built, dict[str, Prints] | None]:
+        """Encode a checkpoint's commit; also return its list items' fingerprints (if known)."""
         repo, serde = self.repo, self.serde
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
@@ -400,10 +464,23 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                 extras[store.VALUE_PREFIX + name] = store.serde_wrap(
                     serde, f"channel {name!r}", value
                 )
+        # Fingerprints of the lists as given, taken now (before the caller can change them).
+        fingerprint = Fingerprinter(serde)
+        before: dict[str, Prints] = (
+            self._parent_prints(parent) if parent is not None and old.lists else {}
+        )
+        found: dict[str, Prints] = {}
+        for name in lists:
+            if name in reused_lists:
+                if name in before:
+                    found[name] = before[name]
+            else:
+                found[name] = tuple(fingerprint.many(lists[name]))
+        prints = found if len(found) == len(lists) else None
         # The list log: new items appended when every list only grew, else written again.
         new_docs: builtins.list[dict[str, Any]] | None = None
-        if parent is not None and set(old.lists) <= set(lists):
-            new_docs = self._appended(parent, old, lists, reused_lists)
+        if parent is not None and set(old.lists) <= set(lists) and prints is not None:
+            new_docs = self._appended(before, lists, prints, reused_lists)
         previous = store.stored_messages_of(repo, parent.snapshot(repo.objects)) if parent else None
         base: MessageBase | None = None
         log: Sequence[Any]
@@ -421,16 +498,19 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         extras["checkpoint"] = store.serde_wrap(
             serde, "the checkpoint", {k: v for k, v in checkpoint.items() if k != "channel_values"}
         )
-        if side is not None:
-            writes = store.side_writes(repo, side)
-            if writes:
-                extras["writes"] = wrap_writes(writes)
+        writes = store.merge_writes(own_writes, store.side_writes(repo, side))
+        if writes:
+            extras["writes"] = wrap_writes(writes)
         info: dict[str, Any] = {
             "checkpoint_id": checkpoint["id"],
             "parent_checkpoint_id": parent_id,
             "thread": key.thread,
             "ns": key.ns,
         }
+        if parent is not None:
+            bound = _id_bound(parent)
+            if bound > checkpoint["id"]:
+                info["max_id"] = bound
         run_id = meta.get("run_id")
         if isinstance(run_id, str):
             info["run_id"] = run_id
@@ -449,29 +529,30 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         built = store.encode_commit(
             repo, snapshot, state_codec=codec, base=base, previous=previous, commit=commit
         )
-        return built, lists
+        return built, prints
 
     def _appended(
         self,
-        parent: store.Stored,
-        old: store.Channels,
+        before: Mapping[str, Prints],
         lists: Mapping[str, Sequence[Any]],
+        prints: Mapping[str, Prints],
         reused: set[str],
     ) -> builtins.list[dict[str, Any]] | None:
-        """Documents of the items appended to each list since ``parent`` (``None``: not appends).
+        """Documents of the items appended to each list since the parent (``None``: not appends).
 
-        Items are compared by identity first (LangGraph's reducers keep the old item objects),
-        then by equality.
+        Exact: an item counts as kept only if its fingerprint now equals the one taken when it
+        was stored (so an item changed in place, or replaced by an equal value of another
+        type, makes the list be written again).
         """
         docs: builtins.list[dict[str, Any]] = []
         for name in sorted(lists):
             if name in reused:
                 continue
-            before = self._parent_items(parent, name) if name in old.lists else ()
-            after = lists[name]
-            if len(after) < len(before) or not all(a is b or a == b for a, b in zip(before, after)):
+            old = before.get(name, ())
+            new = prints[name]
+            if len(new) < len(old) or None in old or new[: len(old)] != old:
                 return None
-            docs.extend(store.items_doc(self.serde, name, after[len(before) :]))
+            docs.extend(store.items_doc(self.serde, name, lists[name][len(old) :]))
         return docs
 
     def put_writes(
@@ -592,9 +673,9 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             updates.append(RefUpdate(side_ref, None, side, note))
         if not self._apply(updates, built.objects):
             return False
-        cached = self._items.pop(head.commit_id, None)
+        cached = self._prints.pop(head.commit_id, None)
         if cached is not None:
-            self._items[built.commit_id] = cached
+            self._remember(built.commit_id, cached)
         return True
 
     # --- threads ----------------------------------------------------------------------
@@ -618,12 +699,13 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         thread = encode(_thread_id(thread_id, "thread_id"))
         with self._lock:
             for _attempt in range(_ATTEMPTS):
+                # Read again after each batch: a writer may have added a ref between the reads
+                # of the thread's folders; done only when none is left.
                 refs = self._thread_refs(thread)
-                note = "langgraph: delete thread"
-                if not refs or self._apply(
-                    [RefUpdate(n, None, v, note) for n, v in sorted(refs.items())], {}
-                ):
+                if not refs:
                     return
+                note = "langgraph: delete thread"
+                self._apply([RefUpdate(n, None, v, note) for n, v in sorted(refs.items())], {})
         raise RefConflict(BRANCH_ROOT + thread, None, None, f"gave up after {_ATTEMPTS} attempts")
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
@@ -650,12 +732,18 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                     )
                     for name, value in sorted(refs.items())
                 ]
+                # The source's branches must not have moved since their folders were read.
+                guards = [
+                    RefUpdate(name, value, value, "langgraph: copy thread")
+                    for name, value in sorted(refs.items())
+                    if name.startswith(BRANCH_ROOT)
+                ]
                 for update in updates:
                     if len(update.name) > MAX_REF_NAME_LENGTH:
                         raise InvalidCheckpointConfig(
                             "target_thread_id is too long to name its branches; use a shorter id"
                         )
-                if not updates or self._apply(updates, {}):
+                if not updates or self._apply(updates + guards, {}):
                     return
         raise RefConflict(BRANCH_ROOT + target, None, None, f"gave up after {_ATTEMPTS} attempts")
 
@@ -681,6 +769,8 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         """Drop history: ``"keep_latest"`` keeps each namespace's latest checkpoint (with its
         writes) as a new root commit; ``"delete"`` deletes the threads."""
         threads = _str_list(thread_ids, "thread_ids")
+        if not isinstance(strategy, str):
+            raise TypeError(f"strategy must be a str, got {type(strategy).__name__}")
         if strategy not in ("keep_latest", "delete"):
             raise UnknownStrategy(
                 f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'"
@@ -705,42 +795,24 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
     def _rewrite(self, key: ThreadKey, dropped: Callable[[store.Stored], bool]) -> None:
         """Rewrite a namespace without the checkpoints ``dropped`` selects (one transaction)."""
         repo = self.repo
+        note = "langgraph: rewrite without deleted checkpoints"
         for _attempt in range(_ATTEMPTS):
             heads = store.read_heads(repo, key)
-            commits = {s.commit_id: s for s in store.all_commits(repo, heads)}
-            drop = {c for c, s in commits.items() if dropped(s)}
-            sides = store.side_checkpoint_ids(repo, key)
-            note = "langgraph: rewrite without deleted checkpoints"
-            dropped_ids = {commits[c].checkpoint_id for c in drop}
+            plan = _plan_rewrite(repo, heads, dropped)
+            if not plan.drop:
+                return
+            dropped_ids = {plan.commits[c].checkpoint_id for c in plan.drop}
             side_updates = [
                 RefUpdate(key.writes_ref(cid), None, value, note)
-                for cid, value in sides.items()
+                for cid, value in store.side_checkpoint_ids(repo, key).items()
                 if cid in dropped_ids
             ]
-            if not drop:
-                return
-            image, objects = _rewritten(repo, commits, drop)
-            new_heads: dict[ObjectId, str] = {}
-            for commit_id in commits:
-                mapped = image.get(commit_id)
-                if mapped is not None:
-                    new_heads[mapped] = commits[commit_id].checkpoint_id
-            parents_of_kept = {
-                image[p]
-                for c in commits
-                if c not in drop
-                for p in commits[c].commit.parents
-                if image.get(p) is not None
-            }
-            for commit_id in list(new_heads):
-                if commit_id in parents_of_kept:
-                    del new_heads[commit_id]
-            head_ids = {c: store.load(repo.objects, c).checkpoint_id for c in heads.commits()}
+            head_ids = {c: plan.commits[c].checkpoint_id for c in heads.commits()}
             updates = (
-                store.head_updates(key, heads, head_ids, new_heads, set(head_ids), note)
+                store.head_updates(key, heads, head_ids, plan.heads, set(head_ids), note)
                 + side_updates
             )
-            if self._apply(updates, objects):
+            if self._apply(updates, plan.objects):
                 return
         raise RefConflict(key.branch, None, None, f"gave up after {_ATTEMPTS} attempts")
 
@@ -754,7 +826,14 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         Walks the target checkpoint's first-parent history once (commits only, values
         decoded only for the channels asked for), as LangGraph's ``DeltaChannel`` needs.
         """
+        if isinstance(channels, (str, bytes)) or not isinstance(
+            channels, (Sequence, set, frozenset)
+        ):
+            raise TypeError(f"channels must be a list of str, got {type(channels).__name__}")
         names = list(channels)
+        for name in names:
+            if not isinstance(name, str):
+                raise TypeError(f"channels must hold str, got {type(name).__name__}")
         if not names:
             return {}
         key = self._key(config)
@@ -893,6 +972,73 @@ class _LazyItems(Sequence[Any]):
         return self._get()[index]
 
 
+@dataclass
+class _Plan:
+    """A namespace rewritten without some commits (objects not written yet)."""
+
+    commits: dict[ObjectId, store.Stored]
+    drop: set[ObjectId]
+    image: dict[ObjectId, ObjectId | None]
+    """Old commit -> its rewrite (``None``: dropped, with nothing kept below)."""
+    objects: dict[ObjectId, bytes]
+    heads: dict[ObjectId, str]
+    """The new heads -> their checkpoint ids."""
+
+
+def _plan_rewrite(repo: Repo, heads: store.Heads, dropped: Callable[[store.Stored], bool]) -> _Plan:
+    """Plan the rewrite of a namespace without the checkpoints ``dropped`` selects."""
+    commits = {s.commit_id: s for s in store.all_commits(repo, heads)}
+    drop = {c for c, s in commits.items() if dropped(s)}
+    if not drop:
+        return _Plan(commits, drop, {}, {}, {})
+    image, objects = _rewritten(repo, commits, drop)
+    new_heads: dict[ObjectId, str] = {}
+    for commit_id, found in commits.items():
+        mapped = image.get(commit_id)
+        if mapped is not None:
+            new_heads[mapped] = found.checkpoint_id
+    for c in commits:
+        if c in drop:
+            continue
+        for p in commits[c].commit.parents:
+            below = image.get(p)
+            if below is not None:
+                new_heads.pop(below, None)
+    return _Plan(commits, drop, image, objects, new_heads)
+
+
+def _reparented(repo: Repo, built: store.Built, parent: ObjectId | None) -> tuple[ObjectId, bytes]:
+    """A built commit moved onto ``parent`` (same snapshot)."""
+    commit = decode_object(built.commit_id, built.objects[built.commit_id], check_hash=False)
+    assert isinstance(commit, CommitObject)
+    moved = CommitObject(
+        snapshot=commit.snapshot,
+        parents=(parent,) if parent is not None else (),
+        author=commit.author,
+        timestamp_us=commit.timestamp_us,
+        message=commit.message,
+        metadata=commit.metadata,
+    )
+    return repo.objects.encode_commit(moved)
+
+
+def _id_bound(found: store.Stored) -> str:
+    """An upper bound of the checkpoint ids in ``found``'s history (itself included)."""
+    bound = found.info.get("max_id")
+    if isinstance(bound, str) and bound > found.checkpoint_id:
+        return bound
+    return found.checkpoint_id
+
+
+def _newer_than_all(heads: Iterable[store.Stored], checkpoint_id: str) -> bool:
+    """Whether ``checkpoint_id`` is greater than every id of a namespace (so it is not in it).
+
+    LangGraph's ids are time-ordered, so a new checkpoint's id almost always is: then no
+    history walk is needed to learn that the id is new.
+    """
+    return all(checkpoint_id > _id_bound(found) for found in heads)
+
+
 def _rewritten(
     repo: Repo, commits: Mapping[ObjectId, store.Stored], drop: set[ObjectId]
 ) -> tuple[dict[ObjectId, ObjectId | None], dict[ObjectId, bytes]]:
@@ -936,6 +1082,10 @@ def _rewritten(
                 image[item] = new_id
             below = image[item]
     return image, objects
+
+
+def _is_commit(commit_id: ObjectId, found: store.Stored) -> bool:
+    return found.commit_id == commit_id
 
 
 def _not_checkpoint(checkpoint_id: str, found: store.Stored) -> bool:

@@ -195,8 +195,9 @@ def head_updates(
     if wanted:
         # The latest checkpoint is the greatest id (uuid6: time-ordered), as LangGraph reads it.
         tip = max(wanted, key=lambda c: (wanted[c], c in add))
-    if tip != heads.tip:
-        updates.append(RefUpdate(key.branch, tip, heads.tip, note))
+    # Always a compare-and-swap on the branch, even when the tip stays: the heads were read
+    # in two steps, and a writer that moved the branch in between makes this batch retry.
+    updates.append(RefUpdate(key.branch, tip, heads.tip, note))
     kept = set(wanted) - {tip}
     present: set[ObjectId] = set()
     for name, commit_id in heads.leaves.items():
