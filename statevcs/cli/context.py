@@ -145,8 +145,8 @@ class State:
         repo = self.repo()
         if self.serializer != "auto" or repo.serializer.name == MsgpackSerializer.name:
             return repo
-        location = repo.path
-        if location is None:
+        location: Path | str = repo.path if repo.path is not None else repo.url
+        if location == "memory://":
             return repo  # memory:// is new for each command: there is nothing to decode
         if any(snapshot_codec(repo, s) == MsgpackSerializer.name for s in snapshot_ids):
             repo.close()
