@@ -62,9 +62,21 @@ def test_opening_a_missing_repository_suggests_statevcs_init(tmp_path: Path) -> 
     assert found.startswith("error: not a statevcs repository") and "`statevcs init`" in found
 
 
-def test_init_refuses_urls(tmp_path: Path) -> None:
-    error = one_error_line(invoke("init", "s3://bucket/x", cwd=tmp_path, code=1).stderr)
-    assert "folder path" in error
+def test_init_refuses_memory_and_unknown_urls(tmp_path: Path) -> None:
+    error = one_error_line(invoke("init", "memory://", cwd=tmp_path, code=1).stderr)
+    assert "--repo memory://" in error
+    error = one_error_line(invoke("init", "gs://bucket/x", cwd=tmp_path, code=1).stderr)
+    assert "unsupported repository URL scheme" in error
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_init_creates_a_repository_at_an_s3_url(tmp_path: Path, s3_url: str) -> None:
+    created = invoke("init", s3_url, cwd=tmp_path).stdout
+    assert "Initialized empty statevcs repository in s3://" in created
+    with statevcs.Repo.open(s3_url) as repo:
+        assert repo.head_branch == "main" and list(repo.log()) == []
+    again = one_error_line(invoke("init", s3_url, cwd=tmp_path, code=1).stderr)
+    assert "already exists" in again
     assert list(tmp_path.iterdir()) == []
 
 

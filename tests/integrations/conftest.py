@@ -64,17 +64,11 @@ def make_agent() -> AgentFactory:
     return factory
 
 
-# These modules reopen their repository by ``repo.path`` (a folder; ``None`` on S3): they run
-# on S3 once they reopen by ``repo.url``.
-_SQLITE_ONLY = {"test_strands_session", "test_strands_workers"}
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run every Strands test that takes ``repo`` on SQLite and on S3."""
     module = metafunc.module.__name__.rsplit(".", 1)[-1]
     if "repo" in metafunc.fixturenames and module.startswith("test_strands"):
-        kinds = ["sqlite"] if module in _SQLITE_ONLY else ["sqlite", "s3"]
-        metafunc.parametrize("repo", kinds, indirect=True)
+        metafunc.parametrize("repo", ["sqlite", "s3"], indirect=True)
 
 
 @pytest.fixture

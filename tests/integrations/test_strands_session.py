@@ -90,7 +90,7 @@ def test_resume_in_a_fresh_agent_and_a_fresh_repo_object(
     assert _messages(repo, "s")[-1] == "turn 3"
     expected = snapshot_data(resumed)
 
-    folder = repo.path
+    folder = repo.url
     repo.close()
     with statevcs.Repo.open(folder) as reopened:
         again = make_agent([], session_manager=StateVCSSessionManager(reopened, branch="s"))
@@ -138,7 +138,7 @@ def test_a_killed_process_loses_nothing(
     commit_on: str, make_agent: AgentFactory, tmp_path: Path, repo: statevcs.Repo
 ) -> None:
     out = tmp_path / f"child-{commit_on}.json"
-    folder = str(repo.path)
+    folder = repo.url
     subprocess.run(
         [sys.executable, "-c", CHILD, folder, commit_on, str(out)],
         check=True,

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,7 +33,7 @@ def _head(repo: statevcs.Repo, branch: str = "shared") -> list[str]:
 @pytest.fixture
 def handles(repo: statevcs.Repo) -> Iterator[tuple[statevcs.Repo, statevcs.Repo]]:
     """Two more handles on the ``repo`` folder: worker A's and worker B's."""
-    first, second = statevcs.Repo.open(repo.path), statevcs.Repo.open(repo.path)  # type: ignore[arg-type]
+    first, second = statevcs.Repo.open(repo.url), statevcs.Repo.open(repo.url)
     yield first, second
     first.close()
     second.close()
@@ -308,7 +307,7 @@ WORKER = textwrap.dedent(
 
 
 class _Process:
-    def __init__(self, folder: Path, name: str) -> None:
+    def __init__(self, folder: str, name: str) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-c", WORKER, str(folder), name],
             stdin=subprocess.PIPE,
@@ -337,8 +336,7 @@ class _Process:
 
 
 def test_two_processes_on_one_session_branch_lose_no_turn(repo: statevcs.Repo) -> None:
-    folder = repo.path
-    assert folder is not None
+    folder = repo.url
     first = _Process(folder, "A")
     second = _Process(folder, "B")
     try:

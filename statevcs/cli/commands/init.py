@@ -25,22 +25,31 @@ from ..rendering import emit_json, text
 )
 @json_option
 def init(path: str | None, branch: str, durability: str, as_json: bool) -> None:
-    """Create an empty repository in PATH (default: the current folder)."""
-    if path is not None and "://" in path:
+    """Create an empty repository in PATH (a folder, default: the current one) or at a
+    repository URL (s3://BUCKET/PREFIX?endpoint_url=...)."""
+    if path is not None and path.startswith("memory://"):
         raise CommandError(
-            f"statevcs init takes a folder path, not a URL ({path}); "
+            f"statevcs init makes a repository that outlives the command, not {path}; "
             "`statevcs --repo memory:// ...` opens a throwaway in-memory repository"
         )
-    folder = (Path(path) if path else Path.cwd()).resolve()
+    location: str | Path
+    if path is not None and "://" in path:
+        location = path  # a repository URL; Repo.init refuses schemes it cannot open
+    else:
+        location = (Path(path) if path else Path.cwd()).resolve()
     try:
-        Repo.init(
-            folder, default_branch=branch, durability="full" if durability == "full" else "normal"
-        ).close()
+        repo = Repo.init(
+            location,
+            default_branch=branch,
+            durability="full" if durability == "full" else "normal",
+        )
     except RepositoryExists:
         raise CommandError(
-            f"a statevcs repository already exists at {folder}; use it with "
-            f"`statevcs -C {folder} log`"
+            f"a statevcs repository already exists at {location}; use it with "
+            f"`statevcs -C {location} log`"
         ) from None
+    folder = location if isinstance(location, Path) else repo.url
+    repo.close()
     if as_json:
         emit_json({"path": str(folder), "branch": branch, "durability": durability})
     else:
