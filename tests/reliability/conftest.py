@@ -10,6 +10,15 @@ import pytest
 from statevcs import Repo
 
 
+@pytest.fixture(params=["sqlite", "s3"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a test's repository goes (not created yet): a SQLite folder, then an S3 URL on
+    the test SeaweedFS server (its credentials are in the environment, so workers inherit)."""
+    if request.param == "s3":
+        return str(request.getfixturevalue("s3_url"))
+    return str(tmp_path / "repo")
+
+
 @pytest.fixture
 def repo_path(tmp_path: Path) -> Path:
     """A SQLite repository folder whose ``main`` has one commit, C0 (state ``x=1``)."""

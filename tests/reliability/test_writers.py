@@ -20,13 +20,15 @@ GC_COMMITS = count("GC_COMMITS", 200)
 WRITERS = 8
 
 
-def _start_all(tmp_path: Path, command: str, jobs: list[tuple[str, str]]) -> list[str]:
+def _start_all(
+    tmp_path: Path, location: str, command: str, jobs: list[tuple[str, str]]
+) -> list[str]:
     """Run one worker per (branch, name) job, released together; return their outputs."""
     go = tmp_path / "go"
     children = [
         start_worker(
             command,
-            tmp_path / "repo",
+            location,
             branch,
             name,
             COMMITS,
@@ -46,17 +48,17 @@ def _start_all(tmp_path: Path, command: str, jobs: list[tuple[str, str]]) -> lis
     return outputs
 
 
-def test_writers_on_one_branch_with_retry_keep_every_message(tmp_path: Path) -> None:
+def test_writers_on_one_branch_with_retry_keep_every_message(tmp_path: Path, location: str) -> None:
     # The branch exists before the writers start: a writer whose first commit creates the
     # branch races with the others (see test_fresh_object_creating_a_branch_...).
-    with Repo.init(tmp_path / "repo") as repo:
+    with Repo.init(location) as repo:
         repo.commit({"messages": []}, message="root")
     names = [f"w{n}" for n in range(WRITERS)]
     started = time.monotonic()
-    outputs = _start_all(tmp_path, "retry-writer", [("main", name) for name in names])
+    outputs = _start_all(tmp_path, location, "retry-writer", [("main", name) for name in names])
     elapsed = time.monotonic() - started
     conflicts = sum(int(out.split()[1]) for out in outputs)
-    with Repo.open(tmp_path / "repo") as repo:
+    with Repo.open(location) as repo:
         history = list(repo.log("main", all_parents=True))
         assert len(history) == WRITERS * COMMITS + 1
         # Linear: every commit but the root has exactly one parent, the next one in the log.
@@ -76,14 +78,14 @@ def test_writers_on_one_branch_with_retry_keep_every_message(tmp_path: Path) -> 
     print(f"\n{WRITERS}x{COMMITS} commits, {conflicts} conflicts retried, {elapsed:.1f}s")
 
 
-def test_writers_on_separate_branches_share_the_prefix(tmp_path: Path) -> None:
+def test_writers_on_separate_branches_share_the_prefix(tmp_path: Path, location: str) -> None:
     prefix = [{"role": "user", "content": f"shared {i} " + "p" * 500} for i in range(50)]
-    with Repo.init(tmp_path / "repo") as repo:
+    with Repo.init(location) as repo:
         repo.commit({"messages": prefix}, message="shared prefix")
         single = repo.stats().bytes_stored
     names = [f"b{n}" for n in range(WRITERS)]
-    _start_all(tmp_path, "branch-writer", [(name, name) for name in names])
-    with Repo.open(tmp_path / "repo") as repo:
+    _start_all(tmp_path, location, "branch-writer", [(name, name) for name in names])
+    with Repo.open(location) as repo:
         for name in names:
             snapshot = repo.show(name)
             assert snapshot.messages[:50] == prefix
@@ -134,7 +136,7 @@ def test_stale_snapshot_in_another_process_raises(repo_path: Path) -> None:
 MESSAGE = {"role": "user", "content": [{"text": "the same message " * 5}]}
 
 
-def _check_restorable(folder: Path, rev: str, expected: list[Any]) -> None:
+def _check_restorable(folder: str, rev: str, expected: list[Any]) -> None:
     with Repo.open(folder) as fresh:
         assert fresh.fsck().problems == ()
         restored: dict[str, Any] = {}
@@ -142,9 +144,9 @@ def _check_restorable(folder: Path, rev: str, expected: list[Any]) -> None:
         assert restored["messages"] == expected
 
 
-def test_gc_in_another_process_then_same_message_on_a_new_branch(tmp_path: Path) -> None:
+def test_gc_in_another_process_then_same_message_on_a_new_branch(location: str) -> None:
     # The issue's reproducer: main does not exist yet when A commits there.
-    folder = tmp_path / "repo"
+    folder = location
     with Repo.init(folder) as a:
         a.commit({"messages": [MESSAGE]}, message="draft", branch="draft")
         run_worker("delete-and-gc", folder, "draft")
@@ -153,8 +155,8 @@ def test_gc_in_another_process_then_same_message_on_a_new_branch(tmp_path: Path)
     _check_restorable(folder, "main", [MESSAGE])
 
 
-def test_gc_in_another_process_then_same_message_on_an_existing_branch(tmp_path: Path) -> None:
-    folder = tmp_path / "repo"
+def test_gc_in_another_process_then_same_message_on_an_existing_branch(location: str) -> None:
+    folder = location
     with Repo.init(folder) as a:
         a.commit(Snapshot(messages=[]), message="root")
         a.commit(Snapshot(messages=[MESSAGE]), message="draft", branch="draft")
@@ -164,8 +166,10 @@ def test_gc_in_another_process_then_same_message_on_an_existing_branch(tmp_path:
     _check_restorable(folder, "main", [MESSAGE])
 
 
-def test_gc_looping_in_another_process_while_reusing_old_content(tmp_path: Path) -> None:
-    folder = tmp_path / "repo"
+def test_gc_looping_in_another_process_while_reusing_old_content(
+    tmp_path: Path, location: str
+) -> None:
+    folder = location
     stop = tmp_path / "stop"
     conversations = [
         [{"role": "user", "content": f"conversation {c} turn {t} " * 8} for t in range(3)]
