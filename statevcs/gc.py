@@ -207,8 +207,10 @@ def check_repository(store: Store, db: ObjectDB) -> FsckReport:
     """
     problems: list[str] = []
     ids: list[ObjectId] = []
+    listed = False
     try:
         ids = [i for i, _ in store.iter_objects()]
+        listed = True
     except StateVCSError as exc:
         problems.append(f"the object table cannot be listed: {exc}")
     for start in range(0, len(ids), 1000):
@@ -239,12 +241,33 @@ def check_repository(store: Store, db: ObjectDB) -> FsckReport:
         reachable = mark_reachable(store, reachability_roots(store), problems)
     except StateVCSError as exc:
         problems.append(f"refs cannot be checked: {exc}")
+    if listed:
+        problems.extend(_unstored(store, reachable - set(ids)))
     return FsckReport(
         objects_checked=len(ids),
         reachable=len(reachable),
         dangling=len(set(ids) - reachable),
         problems=tuple(problems),
     )
+
+
+def _unstored(store: Store, unlisted: set[ObjectId]) -> list[str]:
+    """Problems for reachable objects the store does not hold.
+
+    Marking may read through a local cache (S3's), which can still hold objects deleted from
+    the store itself: the listing is the store's word. An object written after the listing is
+    asked of the store again before it counts as missing.
+    """
+    if not unlisted:
+        return []
+    try:
+        present = store.has_many(unlisted)
+    except StateVCSError as exc:
+        return [f"objects cannot be checked for presence: {exc}"]
+    return [
+        f"missing object {to_hex(i)} (reachable, but not in the store; restore it from a backup)"
+        for i in sorted(unlisted - present)
+    ]
 
 
 def measure_repository(store: Store, db: ObjectDB) -> StatsReport:

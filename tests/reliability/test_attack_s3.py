@@ -454,11 +454,6 @@ def test_tampered_object_raises_corrupt_object_never_wrong_content(
         assert repo.fsck().problems
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="get_many caches fetched bytes unverified: a tampered object stays corrupt on this "
-    "machine after the bucket is repaired (s3.py S3Store.get_many)",
-)
 def test_object_repaired_in_the_bucket_reads_again_on_a_machine_that_saw_it_damaged(
     s3_url: str, bucket: Any, tmp_path: Path
 ) -> None:
@@ -476,11 +471,6 @@ def test_object_repaired_in_the_bucket_reads_again_on_a_machine_that_saw_it_dama
         assert repo.fsck().problems == ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fsck reads through the local cache: objects gone from the bucket are reported "
-    "clean (s3.py get_many serves cached bytes; fsck needs a bucket read)",
-)
 def test_fsck_reports_objects_missing_from_the_bucket_even_with_a_warm_cache(
     s3_url: str, bucket: Any, tmp_path: Path
 ) -> None:
@@ -508,12 +498,6 @@ def _collected_on_machine_b(s3_url: str, tmp_path: Path) -> tuple[Repo, bytes, b
     return handle, bytes.fromhex(commit.id), bytes.fromhex(commit.snapshot_id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after StaleCache, Refs.update verifies the commit with missing_below, which reads "
-    "through the local cache and finds the collected objects (s3.py get_many): the ref is "
-    "moved to a commit missing from the bucket",
-)
 def test_ref_move_to_a_commit_another_machine_collected_raises_missing_object(
     s3_url: str, tmp_path: Path
 ) -> None:
@@ -526,12 +510,6 @@ def test_ref_move_to_a_commit_another_machine_collected_raises_missing_object(
     restore_everything(s3_url)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="write_commit checks its snapshot and parents through the local cache (s3.py "
-    "get_many), so a fresh handle stores a commit on a collected parent and refs.set "
-    "publishes it",
-)
 def test_commit_on_a_parent_another_machine_collected_is_refused(
     s3_url: str, tmp_path: Path
 ) -> None:
