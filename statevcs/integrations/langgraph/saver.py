@@ -445,7 +445,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             if same and name in old.lists:
                 assert parent is not None
                 reused_lists.add(name)
-                lists[name] = _LazyItems(partial(self._parent_items, parent, name))
+                lists[name] = _LazyItems(partial(self._parent_items, parent, name), old.lists[name])
                 continue
             if name not in values:
                 continue  # "empty": the channel has no value at this version
@@ -956,8 +956,9 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
 class _LazyItems(Sequence[Any]):
     """A parent's list channel, read only if the log has to be written again."""
 
-    def __init__(self, read: Callable[[], tuple[Any, ...]]) -> None:
+    def __init__(self, read: Callable[[], tuple[Any, ...]], length: int) -> None:
         self._read = read
+        self._length = length
         self._items: tuple[Any, ...] | None = None
 
     def _get(self) -> tuple[Any, ...]:
@@ -966,7 +967,7 @@ class _LazyItems(Sequence[Any]):
         return self._items
 
     def __len__(self) -> int:
-        return len(self._get())
+        return self._length  # the stored count: no item is read for it
 
     def __getitem__(self, index: Any) -> Any:
         return self._get()[index]
