@@ -638,6 +638,20 @@ def _is_time(value: object) -> bool:
     )
 
 
+def _lease(token: str) -> dict[str, Any]:
+    """A sweep lease: ``for`` seconds as timed by each writer; ``until`` for people reading."""
+    return {"token": token, "until": time.time() + SWEEP_LEASE, "for": SWEEP_LEASE}
+
+
+def _lease_length(sweep: Mapping[str, Any]) -> float:
+    """How long a writer must see one version of a lease unchanged before taking it over."""
+    length = sweep.get("for")
+    if isinstance(length, (int, float)) and _is_time(length):
+        return min(max(float(length), 0.0), SWEEP_LEASE)
+    # A lease written without a length (by hand, or an older version): what its end leaves.
+    return min(max(float(sweep["until"]) - time.time(), 0.0), SWEEP_LEASE)
+
+
 def _hex(value: ObjectId | None) -> str | None:
     return value.hex() if value is not None else None
 
@@ -779,8 +793,15 @@ class S3Store(Store):
         """The current document once no gc sweep holds it (an expired lease is taken over)."""
         doc = doc or self._read()
         deadline = time.monotonic() + SWEEP_LEASE * 2
+        # A lease is timed on this machine's own clock, from when this version of it was first
+        # seen: the collector renews it (a new version) before each delete, so no clock skew
+        # between hosts lets a writer take over a live lease.
+        watched: tuple[str, float, float] | None = None  # etag, first seen, lease length
         while doc.sweep is not None:
-            if time.time() > float(doc.sweep["until"]):
+            now = time.monotonic()
+            if watched is None or watched[0] != doc.etag:
+                watched = (doc.etag, now, _lease_length(doc.sweep))
+            if now - watched[1] >= watched[2]:
                 # The collector died mid-sweep: release its lease; the generation moves on,
                 # so every cache that may name what it deleted is refused.
                 data = doc.copy()
@@ -1023,7 +1044,7 @@ class S3Store(Store):
             if not wanted:
                 return None
             data = doc.copy()
-            data["sweep"] = {"token": token, "until": time.time() + SWEEP_LEASE}
+            data["sweep"] = _lease(token)
             return data
 
         taken = self._mutate(take, cached=True)
@@ -1033,21 +1054,31 @@ class S3Store(Store):
         try:
             for start in range(0, len(wanted), _DELETE_BATCH):
                 batch = wanted[start : start + _DELETE_BATCH]
-                # Re-check the lease before each batch: a collector that stalled past it must
-                # not delete under a writer that took it over.
-                current = self._read()
-                if (current.sweep or {}).get("token") != token:
-                    raise RefsChanged("the gc sweep lease expired while deleting; gc marks again")
                 present = self.has_many(batch)
+                # Renew the lease right before each delete: a collector that stalled past it
+                # must not delete under a writer that took it over.
+                self._renew(token)
                 self._client.delete([self._object_key(i) for i in present])
                 cache = self._local()
                 if cache is not None:
                     cache.drop(b"o" + i for i in present)
                 deleted += len(present)
+            self._renew(token)
             self._delete_unused_chunks(taken)
         finally:
             self._release(token)
         return deleted
+
+    def _renew(self, token: str) -> None:
+        """Give this collector's sweep lease a full term again (``RefsChanged`` if it is lost)."""
+        while True:
+            doc = self._read()
+            if (doc.sweep or {}).get("token") != token:
+                raise RefsChanged("the gc sweep lease expired while deleting; gc marks again")
+            data = doc.copy()
+            data["sweep"] = _lease(token)
+            if self._try_write(doc, data) is not None:
+                return
 
     def _delete_unused_chunks(self, doc: _Doc) -> None:
         """Delete reflog chunks no reflog names (lost races, expired or deleted reflogs).

@@ -707,3 +707,44 @@ def test_two_machines_see_each_others_commits_and_conflict_by_the_rules(
         a.commit(mine, message="a2")
         b.checkout(theirs, "main")
         assert [m["content"] for m in theirs["messages"]] == ["a1", "b1", "a2"]
+
+
+# --- the gc sweep lease across hosts with different clocks --------------------------------
+
+
+def test_a_live_lease_from_a_collector_whose_clock_is_behind_is_not_taken_over(
+    s3_url: str, bucket: Any
+) -> None:
+    _committed(s3_url)
+    prefix = prefix_of(s3_url)
+    doc = document(bucket, prefix)
+    generation = doc["generation"]
+    # A collector whose clock is 100 s behind this one: by wall clocks its lease ended long
+    # ago. Writers time the lease themselves from when they first see this version of it.
+    doc["sweep"] = {"token": "slow-clock", "until": time.time() - 100, "for": 1.5}
+    obstore.put(bucket, f"{prefix}/statevcs.json", json.dumps(doc).encode())
+    with Repo.open(s3_url) as repo:
+        state: dict[str, Any] = {}
+        repo.checkout(state, "main")
+        state["messages"].append({"role": "user", "content": "after the lease"})
+        started = time.monotonic()
+        repo.commit(state, message="after")
+        assert time.monotonic() - started >= 1.4
+    after = document(bucket, prefix)
+    assert after["sweep"] is None and after["generation"] == generation + 1
+
+
+def test_gc_renews_its_lease_before_each_delete_and_releases_it(s3_url: str, bucket: Any) -> None:
+    with Repo.init(s3_url) as repo:
+        repo.commit({"messages": [{"role": "user", "content": "kept"}]}, message="kept")
+        repo.commit({"messages": [{"role": "user", "content": "gone " * 50}]}, branch="tmp")
+        repo.delete_branch("tmp")
+        time.sleep(1.1)  # S3 LastModified has whole seconds
+        serial = document(bucket, prefix_of(s3_url))["serial"]
+        assert repo.gc("0s", expire_reflog="0s").deleted > 0
+        after = document(bucket, prefix_of(s3_url))
+        # take + renew before the object delete + renew before the chunk delete + release,
+        # and the reflog expiry before them.
+        assert after["serial"] - serial >= 4
+        assert after["sweep"] is None
+        assert repo.fsck().problems == ()
