@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -32,6 +33,7 @@ from seaweedfs import BUCKET, REGION, SECRET_KEY, SeaweedFS
 import statevcs
 from statevcs import Repo
 from statevcs.cli import cli
+from statevcs.stores.s3 import _Cache
 
 from .attack_s3_workers import state_digest
 
@@ -748,3 +750,22 @@ def test_gc_renews_its_lease_before_each_delete_and_releases_it(s3_url: str, buc
         assert after["serial"] - serial >= 4
         assert after["sweep"] is None
         assert repo.fsck().problems == ()
+
+
+def test_a_cache_file_from_before_entries_were_verified_is_emptied_not_trusted(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE cache (key BLOB PRIMARY KEY, data BLOB NOT NULL, used REAL NOT NULL)"
+        )
+        db.execute("INSERT INTO cache VALUES (?, ?, ?)", (b"o" + b"\0" * 32, b"junk", 0.0))
+    cache = _Cache(path, 1 << 20)
+    try:
+        assert cache.get_seen([b"o" + b"\0" * 32]) == {}
+        cache.put({b"o" + b"\1" * 32: b"bytes"}, seen=3)
+        cache.mark_seen([b"o" + b"\1" * 32], 2)  # never moves a tag back
+        assert cache.get_seen([b"o" + b"\1" * 32]) == {b"o" + b"\1" * 32: (b"bytes", 3)}
+    finally:
+        cache.close()
