@@ -484,3 +484,13 @@ def test_messages_the_caller_still_holds_keep_reaching_the_commit() -> None:
         {"role": "assistant", "content": [{"text": "streamed after the commit"}]},
         {"role": "user", "content": "more"},
     ]
+
+
+@pytest.mark.parametrize(
+    "url", ["foo://user:hunter2@host/x", "gs://k:hunter2@b/p", "memory://u:hunter2@x"]
+)
+def test_a_refused_url_never_shows_its_password(url: str) -> None:
+    for call in (Repo.init, Repo.open):
+        with pytest.raises(statevcs.RepositoryError) as raised:
+            call(url)
+        assert "hunter2" not in str(raised.value)

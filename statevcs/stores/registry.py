@@ -20,6 +20,12 @@ from .base import Store
 from .memory import MemoryStore
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_USERINFO = re.compile(r"(//|%2f%2f)[^/?#&\s]*(@|%40)", re.IGNORECASE)
+
+
+def mask_credentials(text: str) -> str:
+    """``text`` with the user and password of every URL in it replaced by ``***``."""
+    return _USERINFO.sub(r"\1***\2", text)
 
 
 class Create(Protocol):
@@ -89,7 +95,8 @@ def backend_for(location: str) -> Backend | None:
     with _LOCK:
         backend = _BACKENDS.get(scheme)
     if backend is None:
-        shown = location if len(location) <= 200 else location[:200] + "..."
+        masked = mask_credentials(location)
+        shown = masked if len(masked) <= 200 else masked[:200] + "..."
         raise RepositoryError(
             f"unsupported repository URL scheme {scheme!r} in {shown!r}; use a folder path "
             f"(SQLite) or a URL with one of: {', '.join(f'{s}://' for s in schemes())}"
@@ -105,7 +112,8 @@ MEMORY_URL = "memory://"
 def _create_memory(url: str, *, config: Mapping[str, str], head: str) -> Store:
     if url != MEMORY_URL:
         raise RepositoryError(
-            f"a memory repository's URL is exactly {MEMORY_URL!r}, got {url[:200]!r}"
+            f"a memory repository's URL is exactly {MEMORY_URL!r}, "
+            f"got {mask_credentials(url)[:200]!r}"
         )
     store = MemoryStore()
     for key, value in config.items():

@@ -62,6 +62,7 @@ from .base import (
     also_logged,
     check_batch,
 )
+from .registry import mask_credentials
 
 DOCUMENT = "statevcs.json"
 DOCUMENT_FORMAT = 1
@@ -115,12 +116,6 @@ class S3Location:
 
 # ``//user:password@`` (also percent-encoded, as inside a query value) up to the last '@' of
 # the authority, so a password holding '@' is masked whole.
-_USERINFO = re.compile(r"(//|%2f%2f)[^/?#&\s]*(@|%40)", re.IGNORECASE)
-
-
-def mask_credentials(text: str) -> str:
-    """``text`` with the user and password of every URL in it replaced by ``***``."""
-    return _USERINFO.sub(r"\1***\2", text)
 
 
 def _bad_url(url: str, problem: str) -> RepositoryError:
