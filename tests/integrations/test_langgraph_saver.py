@@ -180,3 +180,37 @@ def test_delta_channel_graphs_rebuild_the_same_state(saver: StateVCSSaver) -> No
     assert len(results[1][0]["items"]) == 16
     history = saver.get_delta_channel_history(config=_config("delta"), channels=["items"])
     assert set(history) == {"items"}
+
+
+def test_messages_in_writes_and_values_are_the_list_items_objects(tmp_path: Any) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from statevcs.integrations.langgraph import store
+
+    human = HumanMessage(content="hello " * 30, id="h1")
+    ai = AIMessage(content="world " * 30, id="a1", tool_calls=[])
+    values = {"messages": [human, ai], "__start__": {"messages": [human]}, "last": ai}
+    with StateVCSSaver.from_path(tmp_path / "repo") as saver:
+        config = saver.put(_config("t"), _checkpoint("1", values), {}, {k: 1 for k in values})
+        saver.put_writes(config, [("messages", ai), ("messages", [human, ai]), ("x", 1)], "task")
+        got = saver.get_tuple(config)
+        assert got is not None
+        for name, value in values.items():
+            assert got.checkpoint["channel_values"][name] == value
+        assert type(got.checkpoint["channel_values"]["last"]) is AIMessage
+        assert [(c, v) for _t, c, v in got.pending_writes] == [
+            ("messages", ai),
+            ("messages", [human, ai]),
+            ("x", 1),
+        ]
+        # Each message is one stored object: the list item's, named from values and writes
+        # (the channel ``last`` names itself in its document: that one is its own object).
+        repo = saver.repo
+        tip = repo.refs.get("refs/heads/threads/t")
+        assert tip is not None
+        found = store.load(repo.objects, tip)
+        snap = found.snapshot(repo.objects)
+        items = set(store.prolly.items(repo.objects, snap.messages)) | set(snap.tail)
+        extras = store.read_map(repo.objects, snap.extras)
+        named = {v for k, v in extras.items() if k.startswith(store.ITEM_PREFIX)}
+        assert len(named & items) == 2 and len(named - items) == 1

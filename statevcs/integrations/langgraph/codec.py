@@ -129,15 +129,99 @@ def wrap(value: Any, serde: SerializerProtocol) -> dict[str, Any]:
     return {"t": tag, "b": data}
 
 
+def wrap_messages(value: Any, channel: str) -> dict[str, Any] | None:
+    """Return a message-valued ``value`` as item documents (``None``: not that shape).
+
+    A LangChain message of one of LangChain's own classes is ``{"m": doc}``, an exact list of
+    them ``{"ml": [doc, ...]}``, an exact dict of str to such lists ``{"md": {key: [doc]}}``
+    (the shape of a graph's input); each ``doc`` is the one :func:`item_doc` gives a list
+    channel's item (a dict's items name its key as their channel), so the store keeps one
+    object for a message whether it is in a list channel, a pending write or an input.
+    """
+    kind = type(value)
+    if kind in _ROLES:
+        doc = _lc_doc(channel, value)
+        return None if doc is None else {"m": doc}
+    if kind is list:
+        docs = _message_docs(value, channel)
+        return None if docs is None else {"ml": docs}
+    if kind is dict and value:
+        out: dict[str, Any] = {}
+        for key, items in value.items():
+            if type(key) is not str or type(items) is not list:
+                return None
+            docs = _message_docs(items, key)
+            if docs is None:
+                return None
+            out[key] = docs
+        return {"md": out}
+    return None
+
+
+def _message_docs(items: list[Any], channel: str) -> list[dict[str, Any]] | None:
+    if not items or type(channel) is not str or not is_plain(channel, allow_bytes=False):
+        return None
+    docs = []
+    for item in items:
+        doc = _lc_doc(channel, item)
+        if doc is None:
+            return None
+        docs.append(doc)
+    return docs
+
+
+def _lc_doc(channel: str, item: Any) -> dict[str, Any] | None:
+    """The field document of one of LangChain's own messages (``None``: not one, or not plain)."""
+    if type(item) not in _ROLES:
+        return None
+    try:
+        doc = item_doc(channel, item, _NO_SERDE)
+    except TypeError:
+        return None
+    return doc if "lc" in doc else None
+
+
 def unwrap(doc: Any, serde: SerializerProtocol, where: str) -> Any:
-    """Return the value :func:`wrap` stored as ``doc``."""
+    """Return the value :func:`wrap` (or :func:`wrap_messages`) stored as ``doc``."""
     if isinstance(doc, dict):
         if "v" in doc:
             return doc["v"]
+        if "m" in doc:
+            return _message(doc["m"], where)
+        if "ml" in doc and isinstance(doc["ml"], list):
+            return [_message(d, where) for d in doc["ml"]]
+        if "md" in doc and isinstance(doc["md"], dict):
+            return {
+                str(k): [_message(d, where) for d in v] if isinstance(v, list) else _bad(where)
+                for k, v in doc["md"].items()
+            }
         tag, data = doc.get("t"), doc.get("b")
         if isinstance(tag, str) and isinstance(data, bytes):
             return serde.loads_typed((tag, data))
     raise CorruptObject("(checkpoint)", f"{where} is not a stored LangGraph value")
+
+
+def _bad(where: str) -> Any:
+    raise CorruptObject("(checkpoint)", f"{where} is not a stored LangGraph value")
+
+
+def _message(doc: Any, where: str) -> Any:
+    if not (isinstance(doc, dict) and "lc" in doc):
+        _bad(where)
+    return item_value(doc, _NO_SERDE)
+
+
+class _NoSerde:
+    """Stands for a serde where none may be used (LangChain's own messages need none)."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        raise TypeError("no serde here")
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        raise TypeError("no serde here")
+
+
+_NO_SERDE: Any = _NoSerde()
 
 
 def item_doc(channel: str, item: Any, serde: SerializerProtocol) -> dict[str, Any]:
@@ -349,5 +433,6 @@ __all__ = [
     "safe_serializer",
     "unwrap",
     "wrap",
+    "wrap_messages",
     "wrap_writes",
 ]

@@ -462,7 +462,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                 state[name] = data
             else:
                 extras[store.VALUE_PREFIX + name] = store.serde_wrap(
-                    serde, f"channel {name!r}", value
+                    serde, f"channel {name!r}", value, name
                 )
         # Fingerprints of the lists as given, taken now (before the caller can change them).
         fingerprint = Fingerprinter(serde)
@@ -524,7 +524,10 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         if not in_commit:
             extras["metadata"] = store.serde_wrap(serde, "metadata", meta)
         snapshot = Snapshot.model_construct(
-            kind=store.KIND_CHECKPOINT, messages=log, state=state, extras=extras
+            kind=store.KIND_CHECKPOINT,
+            messages=log,
+            state=state,
+            extras=store.split_extras(extras),
         )
         built = store.encode_commit(
             repo, snapshot, state_codec=codec, base=base, previous=previous, commit=commit
@@ -593,7 +596,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                     f"writes[{idx}] channel must be a str, got {type(channel).__name__}"
                 )
             slot = (task_id, WRITES_IDX_MAP.get(channel, idx))
-            doc = store.serde_wrap(self.serde, f"writes[{idx}] to {channel!r}", value)
+            doc = store.serde_wrap(self.serde, f"writes[{idx}] to {channel!r}", value, channel)
             new[slot] = (task_id, channel, doc, task_path)
         if not new:
             return
@@ -624,7 +627,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                 kind=store.KIND_WRITES,
                 messages=[],
                 state={},
-                extras={"writes": wrap_writes(merged)},
+                extras=store.split_extras({"writes": wrap_writes(merged)}),
             )
             commit = CommitObject(
                 snapshot=b"\0" * 32,
@@ -655,7 +658,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             kind=snap.kind,
             messages=store.Log(previous.length, []),
             state=store.channels_of(repo, head).state,
-            extras=extras,
+            extras=store.split_extras(extras),
         )
         built = store.encode_commit(
             repo,

@@ -27,9 +27,9 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ...commitfields import canonical_metadata, check_text, timestamp_us
 from ...errors import CorruptObject, SerializationError, StateVCSError
-from ...hashing import ObjectId, to_hex
+from ...hashing import ObjectId, hash_bytes, to_hex
 from ...history import CommitGraph, walk
-from ...objects import CommitObject, Doc, SnapshotObject
+from ...objects import CommitObject, Doc, SnapshotObject, encode_doc
 from ...plumbing import ObjectDatabase
 from ...repo import Repo
 from ...serializers import serializer_for
@@ -45,6 +45,7 @@ from .codec import (
     read_writes,
     unwrap,
     wrap,
+    wrap_messages,
     wrap_writes,
 )
 from .errors import NotACheckpoint
@@ -56,6 +57,9 @@ KIND_WRITES = "langgraph.writes"
 """The snapshot kind of a side commit holding pending writes."""
 INFO = "langgraph"
 VALUE_PREFIX = "value:"
+ITEM_PREFIX = "i:"
+"""Extras keys of message documents that values and pending writes name (by content hash)."""
+_MESSAGE_FORMS = ("m", "ml", "md")
 Writes = dict[tuple[str, int], tuple[str, str, Any, str]]
 
 
@@ -106,7 +110,7 @@ class Stored:
         """The snapshot's extras documents (values still wrapped)."""
         if self._extras is None:
             snap = self.snapshot(db)
-            self._extras = read_values(db, read_map(db, snap.extras), None)
+            self._extras = join_extras(read_values(db, read_map(db, snap.extras), None))
         return self._extras
 
     @property
@@ -347,7 +351,7 @@ def side_writes(repo: Repo, commit_id: ObjectId | None) -> Writes:
         return {}
     commit = repo.objects.load_commit(commit_id)
     snap = repo.objects.load_snapshot(commit.snapshot)
-    extras = read_values(repo.objects, read_map(repo.objects, snap.extras), None)
+    extras = join_extras(read_values(repo.objects, read_map(repo.objects, snap.extras), None))
     return read_writes(extras.get("writes"))
 
 
@@ -370,6 +374,102 @@ def side_checkpoint_ids(repo: Repo, key: ThreadKey) -> dict[str, ObjectId]:
         except ValueError:
             continue
     return result
+
+
+# --- message documents shared by values, writes and list channels -------------------------
+
+
+def _split_doc(doc: Any, items: dict[str, Any], names: dict[ObjectId, str]) -> Any:
+    """``doc`` with each message document of a message form replaced by its extras key."""
+    if not isinstance(doc, dict) or not any(f in doc for f in _MESSAGE_FORMS):
+        return doc
+
+    def key(item: Any) -> str:
+        # Short per-snapshot names: the entry's value is the shared object, not its name.
+        digest = hash_bytes(encode_doc(item))
+        name = names.get(digest)
+        if name is None:
+            name = names[digest] = f"{ITEM_PREFIX}{len(names)}"
+            items[name] = item
+        return name
+
+    if "m" in doc:
+        return {"m": key(doc["m"])}
+    if "ml" in doc:
+        return {"ml": [key(d) for d in doc["ml"]]}
+    return {"md": {k: [key(d) for d in v] for k, v in doc["md"].items()}}
+
+
+def _join_doc(doc: Any, extras: Mapping[str, Any]) -> Any:
+    if not isinstance(doc, dict) or not any(f in doc for f in _MESSAGE_FORMS):
+        return doc
+
+    def item(name: Any) -> Any:
+        if isinstance(name, str) and name.startswith(ITEM_PREFIX) and name in extras:
+            return extras[name]
+        if isinstance(name, dict):
+            return name
+        raise CorruptObject("(checkpoint)", f"a stored value names a missing message {name!r}")
+
+    if "m" in doc:
+        return {"m": item(doc["m"])}
+    if "ml" in doc and isinstance(doc["ml"], list):
+        return {"ml": [item(d) for d in doc["ml"]]}
+    if "md" in doc and isinstance(doc["md"], dict):
+        return {
+            "md": {
+                k: [item(d) for d in v] if isinstance(v, list) else v for k, v in doc["md"].items()
+            }
+        }
+    return doc
+
+
+def split_extras(extras: Mapping[str, Any]) -> dict[str, Any]:
+    """Extras as stored: each message of a value or a pending write as its own entry.
+
+    The entry is keyed by the content hash of the message's document, the same document
+    (hence the same object) a list channel stores for it, so a message costs one object
+    whether it is in the list, a pending write or the graph's input.
+    """
+    items: dict[str, Any] = {}
+    names: dict[ObjectId, str] = {}
+    out: dict[str, Any] = {}
+    for name, doc in extras.items():
+        if name.startswith(VALUE_PREFIX):
+            out[name] = _split_doc(doc, items, names)
+        elif name == "writes" and isinstance(doc, list):
+            out[name] = [
+                [*entry[:3], _split_doc(entry[3], items, names), *entry[4:]]
+                if isinstance(entry, list) and len(entry) == 5
+                else entry
+                for entry in doc
+            ]
+        else:
+            out[name] = doc
+    out.update(items)
+    return out
+
+
+def join_extras(extras: Mapping[str, Any]) -> dict[str, Any]:
+    """The inverse of :func:`split_extras`: values and writes with their messages inside."""
+    if not any(name.startswith(ITEM_PREFIX) for name in extras):
+        return dict(extras)
+    out: dict[str, Any] = {}
+    for name, doc in extras.items():
+        if name.startswith(ITEM_PREFIX):
+            continue
+        if name.startswith(VALUE_PREFIX):
+            out[name] = _join_doc(doc, extras)
+        elif name == "writes" and isinstance(doc, list):
+            out[name] = [
+                [*entry[:3], _join_doc(entry[3], extras), *entry[4:]]
+                if isinstance(entry, list) and len(entry) == 5
+                else entry
+                for entry in doc
+            ]
+        else:
+            out[name] = doc
+    return out
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -439,8 +539,18 @@ def serialize_state(repo: Repo, name: str, value: Any) -> bytes | None:
         return None
 
 
-def serde_wrap(serde: SerializerProtocol, name: str, value: Any) -> dict[str, Any]:
-    """:func:`wrap` with serde failures reported as ``SerializationError`` naming the channel."""
+def serde_wrap(
+    serde: SerializerProtocol, name: str, value: Any, channel: str | None = None
+) -> dict[str, Any]:
+    """:func:`wrap` with serde failures reported as ``SerializationError`` naming the channel.
+
+    With ``channel``, LangChain's own messages (alone, in a list, or in a dict of lists) are
+    kept as the item documents a list channel stores (see :func:`split_extras`).
+    """
+    if channel is not None and not is_plain(value, allow_bytes=True):
+        messages = wrap_messages(value, channel)
+        if messages is not None:
+            return messages
     try:
         return wrap(value, serde)
     except StateVCSError:
