@@ -226,6 +226,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                     reverse=True,
                 )
                 sides = store.side_checkpoint_ids(self.repo, key)
+                store.preload(self.repo, found)
             for item in found:
                 if wanted_id is not None and item.checkpoint_id != wanted_id:
                     continue

@@ -171,6 +171,21 @@ def all_commits(repo: Repo, heads: Heads) -> Iterator[Stored]:
         yield stored(commit_id, commit)
 
 
+def preload(repo: Repo, found: Sequence[Stored]) -> None:
+    """Read the snapshots of ``found`` and their extras maps in a few batches, not one by one."""
+    db = repo.objects
+    step = 512
+    for start in range(0, len(found), step):
+        chunk = [s for s in found[start : start + step] if s._snapshot is None]
+        loaded = db.load_many([s.commit.snapshot for s in chunk])
+        for s in chunk:
+            snap = loaded.get(s.commit.snapshot)
+            if isinstance(snap, SnapshotObject):
+                s._snapshot = snap
+        nodes = [s._snapshot.extras for s in chunk if s._snapshot is not None]
+        db.load_many([n for n in nodes if isinstance(n, bytes)])
+
+
 def find(repo: Repo, heads: Heads, checkpoint_id: str) -> Stored | None:
     """Return the commit of ``checkpoint_id`` in a namespace (heads first, then history)."""
     for head in heads.commits():
