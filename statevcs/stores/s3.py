@@ -20,6 +20,13 @@ the argument that a writer can never publish a ref to a deleted object.
 
 Reads go through a local read-through cache (a bounded SQLite file, least recently used out):
 objects are immutable, so each crosses the network once per machine.
+
+Every read-only call (a ref, ``HEAD``, the config, a reflog, the gc generation) reads the
+document afresh (a conditional ``GET``, ``304`` when unchanged), unless it runs inside
+:meth:`S3Store.operation`, whose read-only calls share one read, or the URL sets
+``doc_ttl_ms=N``, which lets read-only calls reuse a document read in the last N ms when no
+handle in this process wrote since. Writes always start from, and are conditional on, a version
+read or written by the write itself.
 """
 
 from __future__ import annotations
@@ -80,7 +87,8 @@ _IP_LIKE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
 _SEGMENT = re.compile(r"^[A-Za-z0-9!_.*'()-]+$")
 _REGION = re.compile(r"^[a-z0-9-]{1,40}$")
 _HEX = re.compile(r"^[0-9a-f]{64}$")
-_PARAMETERS = ("endpoint_url", "region", "cache", "cache_mb")
+_PARAMETERS = ("endpoint_url", "region", "cache", "cache_mb", "doc_ttl_ms")
+_MAX_DOC_TTL_MS = 60_000
 
 _T = TypeVar("_T")
 
@@ -99,6 +107,8 @@ class S3Location:
     cache: str | None = None
     """A cache folder, ``"none"`` for no local cache, or ``None`` for the default folder."""
     cache_mb: int | None = None
+    doc_ttl_ms: int | None = None
+    """How long (ms) read-only calls may reuse a document read; ``None`` or 0: never."""
 
     @property
     def url(self) -> str:
@@ -200,7 +210,17 @@ def parse_s3_url(url: object) -> S3Location:
         if not raw.isascii() or not raw.isdigit() or not 0 < int(raw) <= 10**7:
             raise _bad_url(url, f"cache_mb={raw!r} is not a whole number of megabytes (1+)")
         cache_mb = int(raw)
-    return S3Location(bucket, prefix, endpoint, region, cache, cache_mb)
+    doc_ttl_ms: int | None = None
+    if "doc_ttl_ms" in params:
+        raw = params["doc_ttl_ms"]
+        if not raw.isascii() or not raw.isdigit() or int(raw) > _MAX_DOC_TTL_MS:
+            raise _bad_url(
+                url,
+                f"doc_ttl_ms={raw!r} is not a whole number of milliseconds from 0 to "
+                f"{_MAX_DOC_TTL_MS}",
+            )
+        doc_ttl_ms = int(raw)
+    return S3Location(bucket, prefix, endpoint, region, cache, cache_mb, doc_ttl_ms)
 
 
 # --- the client ---------------------------------------------------------------------------
@@ -686,6 +706,30 @@ def _chunk_bytes(entries: list[Any]) -> tuple[str, bytes]:
 
 # --- the store ------------------------------------------------------------------------------
 
+# Writes to each repository by any store in this process: a handle may reuse a document it read
+# (``doc_ttl_ms``) only while no handle in the process wrote since, so every handle sees a
+# write made in its own process at once.
+_PROCESS_WRITES: dict[str, int] = {}
+_PROCESS_LOCK = threading.Lock()
+
+
+def _process_writes(key: str) -> int:
+    with _PROCESS_LOCK:
+        return _PROCESS_WRITES.get(key, 0)
+
+
+def _count_process_write(key: str) -> int:
+    with _PROCESS_LOCK:
+        count = _PROCESS_WRITES[key] = _PROCESS_WRITES.get(key, 0) + 1
+        return count
+
+
+class _Operation(threading.local):
+    """This thread's :meth:`S3Store.operation` block: nesting depth, and whether it read yet."""
+
+    depth = 0
+    synced = False
+
 
 class S3Store(Store):
     """A repository on S3-compatible object storage (see the module docstring for the layout).
@@ -700,6 +744,17 @@ class S3Store(Store):
         self._client = client or _Client(location)
         self._lock = threading.RLock()
         self._doc: _Doc | None = None
+        # The installed document only moves forward: when it was last known current (monotonic
+        # clock, at the start of the request that showed it), this process's write count then,
+        # and how many installs happened (a read that raced a newer install is not installed).
+        self._doc_at = float("-inf")
+        self._doc_writes = 0
+        self._installs = 0
+        self._ttl = (location.doc_ttl_ms or 0) / 1000
+        self._operation = _Operation()
+        self._repository_key = (
+            f"{location.endpoint_url or 'aws'}|{location.bucket}|{location.key(DOCUMENT)}"
+        )
         self._cache: _Cache | None = None
         self._cache_ready = False
         self._closed = False
@@ -713,6 +768,7 @@ class S3Store(Store):
         store = cls(parse_s3_url(url))
         data = new_document(config, head)
         body = store._encode(data)
+        started = time.monotonic()
         try:
             etag = store._client.put(store._doc_key, body, mode="create")
         except store._client.AlreadyExists:
@@ -724,7 +780,8 @@ class S3Store(Store):
         except BaseException:
             store.close()
             raise
-        store._doc = _Doc(data, etag)
+        writes = _count_process_write(store._repository_key)
+        store._install(_Doc(data, etag), store._installs, started, writes)
         return store
 
     @classmethod
@@ -732,6 +789,8 @@ class S3Store(Store):
         """Open the repository at ``url``; ``RepositoryNotFound`` if there is none."""
         store = cls(parse_s3_url(url))
         try:
+            started = time.monotonic()
+            writes = _process_writes(store._repository_key)
             found = store._client.get(store._doc_key)
             if found is None:
                 raise RepositoryNotFound(
@@ -739,7 +798,8 @@ class S3Store(Store):
                     f"create one with statevcs.Repo.init({store.url!r})"
                 )
             data, etag, _ = found
-            store._doc = _Doc(_check_document(_parse_document(data, store.url), store.url), etag)
+            doc = _Doc(_check_document(_parse_document(data, store.url), store.url), etag)
+            store._install(doc, store._installs, started, writes)
         except BaseException:
             store.close()
             raise
@@ -750,7 +810,7 @@ class S3Store(Store):
         """The bucket, prefix, endpoint and the repository's ``core.id``."""
         cached = self.__dict__.get("_identity")
         if cached is None:
-            token = self._read().config.get("core.id", "")
+            token = self._view().config.get("core.id", "")
             loc = self.location
             cached = self.__dict__["_identity"] = (
                 f"s3:{loc.endpoint_url or 'aws'}/{loc.bucket}/{loc.prefix}:{token}"
@@ -763,15 +823,41 @@ class S3Store(Store):
     def _encode(data: dict[str, Any]) -> bytes:
         return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
 
+    def _install(self, doc: _Doc, installs: int, started: float, writes: int) -> None:
+        """Make ``doc`` (current at monotonic time ``started``) the store's newest version.
+
+        ``installs`` is the install count when its request started: a response that raced a
+        newer install is kept only if its serial is higher, so the document, and with it the
+        gc generation this store trusts its cache by, never goes backwards.
+        """
+        with self._lock:
+            known = self._doc
+            if (
+                known is None
+                or installs == self._installs
+                or int(doc.data["serial"]) > int(known.data["serial"])
+            ):
+                self._doc = doc
+                self._doc_at = started
+                self._doc_writes = writes
+                self._installs += 1
+
     def _read(self) -> _Doc:
         """The current document: one conditional GET (304 when unchanged since last read)."""
         self._check_open()
+        started = time.monotonic()
+        writes = _process_writes(self._repository_key)
         with self._lock:
             known = self._doc
+            installs = self._installs
         try:
             found = self._client.get(self._doc_key, if_none_match=known.etag if known else None)
         except self._client.NotModified:
             assert known is not None
+            with self._lock:
+                if self._doc is known:
+                    self._doc_at = max(self._doc_at, started)
+                    self._doc_writes = writes
             return known
         if found is None:
             raise RepositoryNotFound(
@@ -780,9 +866,48 @@ class S3Store(Store):
             )
         data, etag, _ = found
         doc = _Doc(_check_document(_parse_document(data, self.url), self.url), etag)
-        with self._lock:
-            self._doc = doc
+        self._install(doc, installs, started, writes)
         return doc
+
+    def _view(self) -> _Doc:
+        """The document for a read-only call: the one read in this thread's
+        :meth:`operation` block, or one read within ``doc_ttl_ms`` with no write by this
+        process since, or else a fresh read. Never used to decide a write."""
+        self._check_open()
+        operation = self._operation
+        with self._lock:
+            doc = self._doc
+            if doc is not None and (
+                (operation.depth and operation.synced)
+                or (
+                    self._ttl
+                    and time.monotonic() - self._doc_at < self._ttl
+                    and _process_writes(self._repository_key) == self._doc_writes
+                )
+            ):
+                return doc
+        doc = self._read()
+        if operation.depth:
+            operation.synced = True
+        return doc
+
+    @contextlib.contextmanager
+    def operation(self) -> Iterator[None]:
+        """Serve the read-only calls of this block (in this thread) from one document read.
+
+        The first read-only call inside reads the document; the others see that version, or
+        a newer one this store wrote or read for a write since (its own writes are always
+        visible). Like one read at the block's first call: use a block per porcelain operation,
+        not around a wait for another host's write. Blocks nest; writes are unaffected.
+        """
+        operation = self._operation
+        if not operation.depth:
+            operation.synced = False
+        operation.depth += 1
+        try:
+            yield
+        finally:
+            operation.depth -= 1
 
     def _unswept(self, doc: _Doc | None = None) -> _Doc:
         """The current document once no gc sweep holds it (an expired lease is taken over)."""
@@ -817,6 +942,9 @@ class S3Store(Store):
         data["serial"] = int(doc.data["serial"]) + 1
         data["writer"] = token = uuid.uuid4().hex
         body = self._encode(data)
+        with self._lock:
+            installs = self._installs
+        started = time.monotonic()
         try:
             etag = self._client.put(self._doc_key, body, mode={"e_tag": doc.etag})
         except self._client.Precondition:
@@ -824,11 +952,14 @@ class S3Store(Store):
             # document then carries this write's token.
             current = self._read()
             if current.data.get("writer") == token:
+                _count_process_write(self._repository_key)
                 return current
             return None
         written = _Doc(data, etag)
-        with self._lock:
-            self._doc = written
+        # Counted before the call returns: any handle in this process that reads after this
+        # write was acknowledged sees it.
+        writes = _count_process_write(self._repository_key)
+        self._install(written, installs, started, writes)
         return written
 
     def _mutate(
@@ -1106,7 +1237,7 @@ class S3Store(Store):
 
     def generation(self) -> int:
         """Return the gc generation (bumped when each sweep lease is released)."""
-        return self._read().generation
+        return self._view().generation
 
     @staticmethod
     def _refs_state(doc: _Doc) -> RefsState:
@@ -1114,17 +1245,17 @@ class S3Store(Store):
 
     def refs_state(self) -> RefsState:
         """Return a counter bumped by every change of a ref, symbolic ref or reflog."""
-        return self._refs_state(self._read())
+        return self._refs_state(self._view())
 
     # --- refs ---------------------------------------------------------------------------
 
     def get_ref(self, name: str) -> ObjectId | None:
         """Return the id ``name`` points to, or ``None``."""
-        return _ref_target(name, self._read().refs.get(name))
+        return _ref_target(name, self._view().refs.get(name))
 
     def list_refs(self, prefix: str = "refs/") -> dict[str, ObjectId]:
         """Return every direct ref under ``prefix``."""
-        refs = self._read().refs
+        refs = self._view().refs
         found: dict[str, ObjectId] = {}
         for name in sorted(refs):
             if name.startswith(prefix):
@@ -1135,7 +1266,7 @@ class S3Store(Store):
 
     def get_symbolic(self, name: str) -> str | None:
         """Return the target of symbolic ref ``name``, or ``None``."""
-        return self._read().symbolic.get(name)
+        return self._view().symbolic.get(name)
 
     def set_symbolic(self, name: str, target: str, message: str = "") -> None:
         """Make ``name`` a symbolic ref to ``target`` (a ``message`` logs the move)."""
@@ -1284,7 +1415,7 @@ class S3Store(Store):
 
     def reflog(self, name: str) -> list[StoredReflogEntry]:
         """Return the reflog of ``name``, newest first."""
-        return [_entry(e) for e in reversed(self._log_entries(self._read(), name))]
+        return [_entry(e) for e in reversed(self._log_entries(self._view(), name))]
 
     def delete_reflog(self, name: str) -> None:
         """Forget the reflog of ``name`` (its chunks go at the next gc sweep)."""
@@ -1338,7 +1469,7 @@ class S3Store(Store):
 
     def config_get(self, key: str) -> str | None:
         """Return a config value, or ``None``."""
-        return self._read().config.get(key)
+        return self._view().config.get(key)
 
     def config_set(self, key: str, value: str | None) -> None:
         """Set or delete a config value (one conditional write of the document)."""

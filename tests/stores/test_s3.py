@@ -43,6 +43,19 @@ class TestS3Store(StoreContract):
         store.close()
 
 
+class TestS3StoreReusingDocumentReads(StoreContract):
+    """The contract again, with read-only calls reusing a document read for up to 60 s: every
+    handle in the process must still see every write made in the process at once."""
+
+    server_clock = True
+
+    @pytest.fixture
+    def store(self, s3_url: str) -> Iterator[S3Store]:
+        store = S3Store.create(s3_url + "&doc_ttl_ms=60000", config={}, head=None)
+        yield store
+        store.close()
+
+
 # --- the server's conditional writes (the compare-and-swap rests on them) -------------------
 
 
@@ -113,6 +126,9 @@ def test_seaweedfs_honours_if_match_and_if_none_match_under_races(s3_url: str) -
         ("s3://bucket/p?cache_mb=-1", "cache_mb"),
         ("s3://bucket/p?cache_mb=", "cache_mb"),
         ("s3://bucket/p?cache=", "cache="),
+        ("s3://bucket/p?doc_ttl_ms=-1", "doc_ttl_ms"),
+        ("s3://bucket/p?doc_ttl_ms=1.5", "doc_ttl_ms"),
+        ("s3://bucket/p?doc_ttl_ms=60001", "doc_ttl_ms"),
         ("s3://bucket/p#frag", "fragment"),
         ("s3://bucket/p\n", "control character"),
         ("s3://bucket/p?x", "name=value pairs"),
@@ -133,6 +149,10 @@ def test_a_url_parses_to_its_parts_and_back() -> None:
     assert (location.bucket, location.prefix) == ("my-bucket", "agents/prod")
     assert (location.endpoint_url, location.region) == ("http://127.0.0.1:8333", "us-east-1")
     assert parse_s3_url(location.url) == location
+    assert location.doc_ttl_ms is None
+    reusing = parse_s3_url(url + "&doc_ttl_ms=250")
+    assert reusing.doc_ttl_ms == 250 and reusing.url.endswith("&doc_ttl_ms=250")
+    assert parse_s3_url(reusing.url) == reusing
     assert parse_s3_url("s3://my-bucket").prefix == ""
     assert parse_s3_url("s3://my-bucket/a/b/").key("x") == "a/b/x"
     with pytest.raises(TypeError, match="url"):
@@ -427,3 +447,130 @@ def test_sigkill_during_s3_commits_loses_no_acknowledged_commit(
         repo.gc("0")
         after = repo.fsck()
         assert after.problems == () and after.dangling == 0
+
+
+# --- document reads: one per operation, a window only when asked for ---------------------------
+
+
+def _count_document_reads(repo: Repo) -> list[str]:
+    """Record each GET of ``statevcs.json`` by ``repo``'s store (the request still goes out)."""
+    store = repo.store
+    client = store._client  # type: ignore[attr-defined]
+    reads: list[str] = []
+    original = client.get
+
+    def counted(key: str, **options: Any) -> Any:
+        if key.endswith("statevcs.json"):
+            reads.append(key)
+        return original(key, **options)
+
+    client.get = counted
+    return reads
+
+
+def _commit_from_another_process(url: str, cache: Path, message: str) -> str:
+    """Commit on ``main`` from a new process with its own cache (another host); its id."""
+    code = (
+        "import sys, statevcs\n"
+        "with statevcs.Repo.open(sys.argv[1]) as repo:\n"
+        "    state = {}\n"
+        "    repo.checkout(state, 'main')\n"
+        "    state['messages'].append({'role': 'user', 'content': sys.argv[2]})\n"
+        "    print(repo.commit(state, message=sys.argv[2]).id)\n"
+    )
+    env = {**os.environ, "STATEVCS_CACHE_DIR": str(cache)}
+    done = subprocess.run(
+        [sys.executable, "-c", code, url, message],
+        capture_output=True, text=True, check=False, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_read_only_calls_of_one_operation_share_one_document_read(s3_url: str) -> None:
+    with Repo.init(s3_url) as repo:
+        state: dict[str, Any] = {"messages": []}
+        for n in range(12):
+            state["messages"].append({"role": "user", "content": f"turn {n}"})
+            repo.commit(state, message=f"turn {n}")
+        expected = [c.message for c in repo.log("main")]
+    with Repo.open(s3_url) as warm:
+        warm.checkout({}, "main~10")  # fills this machine's cache
+    with Repo.open(s3_url) as fresh:
+        reads = _count_document_reads(fresh)
+        fresh.checkout({}, "main~10")
+        strict = len(reads)
+        assert strict > 1  # each read-only call reads the document afresh by default
+        reads.clear()
+        with fresh.store.operation():  # type: ignore[attr-defined]
+            checked_out: dict[str, Any] = {}
+            fresh.checkout(checked_out, "main~10")
+            assert [c.message for c in fresh.log("main")] == expected
+        assert len(reads) == 1
+        assert [m["content"] for m in checked_out["messages"]] == ["turn 0", "turn 1"]
+
+
+def test_an_operation_sees_its_own_writes_and_a_stale_read_only_conflicts(s3_url: str) -> None:
+    with Repo.init(s3_url) as ours, Repo.open(s3_url) as theirs:
+        first = ours.commit({"messages": []}, message="first")
+        with ours.store.operation():  # type: ignore[attr-defined]
+            assert ours.resolve("main") == first.id
+            other = theirs.commit({"messages": [], "by": "them"}, message="theirs")
+            # One operation reads as of its first read: the other handle's commit came later.
+            assert ours.resolve("main") == first.id
+            with pytest.raises(RefConflict) as conflict:
+                ours.commit({"messages": [], "by": "us"}, message="fresh dict on a stale tip")
+            assert conflict.value.actual == other.id  # nothing of theirs is lost
+            # The conflict read the document afresh: the operation now sees that version.
+            assert ours.resolve("main") == other.id
+            mine = ours.commit({"messages": [], "by": "us"}, message="on their tip")
+            assert ours.resolve("main") == mine.id  # its own write, at once
+        assert theirs.resolve("main") == mine.id
+        assert [c.message for c in theirs.log("main")] == ["on their tip", "theirs", "first"]
+
+
+def test_a_reuse_window_never_hides_a_write_made_in_this_process(
+    s3_url: str, tmp_path: Path
+) -> None:
+    url = s3_url + "&doc_ttl_ms=60000"
+    with Repo.init(url) as first, Repo.open(url) as second:
+        base = first.commit({"messages": []}, message="base")
+        reads = _count_document_reads(second)
+        assert second.resolve("main") == base.id  # a write in this process since it last read
+        assert second.resolve("main") == base.id
+        assert second.resolve("main") == base.id
+        assert len(reads) == 1  # read once, reused since
+        ours = first.commit({"messages": [], "n": 1}, message="from this process")
+        assert second.resolve("main") == ours.id  # another handle here: seen at once
+        assert len(reads) == 2
+
+        # Another host's commit may stay unseen for the window, but a write never acts on it.
+        theirs = _commit_from_another_process(url, tmp_path / "host-b", "from another host")
+        assert second.resolve("main") == ours.id
+        with pytest.raises(RefConflict) as conflict:
+            second.commit({"messages": [], "n": 2}, message="fresh dict on a stale tip")
+        assert conflict.value.actual == theirs
+        assert second.resolve("main") == theirs  # the refused write read the document afresh
+        with Repo.open(s3_url) as strict:
+            assert [c.message for c in strict.log("main")] == [
+                "from another host",
+                "from this process",
+                "base",
+            ]
+            assert strict.fsck().ok
+
+
+def test_the_newest_document_read_never_goes_back(s3_url: str) -> None:
+    with Repo.init(s3_url) as repo, Repo.open(s3_url) as collector:
+        repo.commit({"messages": [{"role": "user", "content": "dropped"}]}, branch="tmp")
+        repo.commit({"messages": []}, message="kept")
+        store: Any = repo.store
+        old = store._doc
+        installs = store._installs
+        collector.delete_branch("tmp")
+        collector.gc("0", expire_reflog="0")
+        assert store.generation() == old.generation + 1  # a fresh read saw the collection
+        # A response to a read sent before that (a slow request) arrives last: ignored.
+        store._install(old, installs, time.monotonic(), 0)
+        assert store._doc.generation == old.generation + 1
+        assert store._seen_generations()[0] == old.generation + 1
