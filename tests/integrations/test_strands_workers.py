@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -307,13 +308,19 @@ WORKER = textwrap.dedent(
 
 
 class _Process:
-    def __init__(self, folder: str, name: str) -> None:
+    def __init__(self, folder: str, name: str, cache: Path) -> None:
+        # Its own S3 read cache (``STATEVCS_CACHE_DIR``): each worker is another host.
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(sys.path),
+            "STATEVCS_CACHE_DIR": str(cache),
+        }
         self.process = subprocess.Popen(
             [sys.executable, "-c", WORKER, str(folder), name],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            env=env,
         )
         self.ready = self.read()["ready"]
 
@@ -335,10 +342,12 @@ class _Process:
         self.process.wait(timeout=60)
 
 
-def test_two_processes_on_one_session_branch_lose_no_turn(repo: statevcs.Repo) -> None:
+def test_two_processes_on_one_session_branch_lose_no_turn(
+    repo: statevcs.Repo, tmp_path: Path
+) -> None:
     folder = repo.url
-    first = _Process(folder, "A")
-    second = _Process(folder, "B")
+    first = _Process(folder, "A", tmp_path / "cache-host-a")
+    second = _Process(folder, "B", tmp_path / "cache-host-b")
     try:
         assert first.ready == second.ready == []
         assert first.send("turn question-A") == {"ok": ["question-A", "answer from A"]}
@@ -363,6 +372,9 @@ def test_two_processes_on_one_session_branch_lose_no_turn(repo: statevcs.Repo) -
     ]
     assert [c.metadata.get("turn") for c in repo.log("shared")] == [3, 2, 1, 0]
     assert repo.fsck().ok
+    if repo.url.startswith("s3://"):  # each host kept its own read cache
+        for host in ("cache-host-a", "cache-host-b"):
+            assert list((tmp_path / host / "s3").glob("*.sqlite3")), host
 
 
 def test_a_stale_swarm_raises_before_it_starts_and_reload_recovers(
