@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from support import message
 
 from statevcs import Repo
@@ -41,6 +42,8 @@ def test_diff_reports_messages_and_state(repo: Repo) -> None:
     assert repo.diff("main", "main").is_empty
 
 
+# Store-independent (a cost shape / an iterative walk); on S3 it costs 10-20 s of uploads.
+@pytest.mark.parametrize("repo", ["memory", "sqlite"], indirect=True)
 def test_diff_cost_follows_the_difference(repo: Repo) -> None:
     state: dict[str, Any] = {"messages": [message(i, 10) for i in range(10_000)]}
     repo.commit(state)
@@ -90,6 +93,8 @@ def commit_tall_tree(repo: Repo, messages: list[Any], levels: int, branch: str) 
     commit_crafted_tree(repo, root, out, branch)
 
 
+# Store-independent (a cost shape / an iterative walk); on S3 it costs 10-20 s of uploads.
+@pytest.mark.parametrize("repo", ["memory", "sqlite"], indirect=True)
 def test_diff_of_a_3000_level_message_tree_is_answered(repo: Repo) -> None:
     messages = [message(i) for i in range(40)]
     repo.commit({"messages": messages})

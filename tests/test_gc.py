@@ -140,6 +140,8 @@ def test_forks_share_storage() -> None:
     assert stats.dedup_ratio > 50
 
 
+# Store-independent (a cost shape / an iterative walk); on S3 it costs 10-20 s of uploads.
+@pytest.mark.parametrize("repo", ["memory", "sqlite"], indirect=True)
 def test_stats_and_fsck_of_a_3000_level_message_tree(repo: Repo) -> None:
     messages = [message(i, 100) for i in range(40)]
     repo.commit({"messages": messages})

@@ -170,6 +170,8 @@ def test_gc_looping_in_another_process_while_reusing_old_content(
     tmp_path: Path, location: str
 ) -> None:
     folder = location
+    # Each round opens a cold handle; on S3 a quarter of the rounds keeps the test near 10 s.
+    rounds = GC_COMMITS if "://" not in location else max(GC_COMMITS // 4, 10)
     stop = tmp_path / "stop"
     conversations = [
         [{"role": "user", "content": f"conversation {c} turn {t} " * 8} for t in range(3)]
@@ -183,7 +185,7 @@ def test_gc_looping_in_another_process_while_reusing_old_content(
         assert collector.stdout.readline() == "ready\n"
         started = time.monotonic()
         try:
-            for i in range(GC_COMMITS):
+            for i in range(rounds):
                 # The previous commit's content becomes unreachable, the collector deletes it,
                 # and the next commit but one reuses exactly that content.
                 if "live" in a.branches():
@@ -206,10 +208,10 @@ def test_gc_looping_in_another_process_while_reusing_old_content(
     with Repo.open(folder) as fresh:
         assert fresh.fsck().problems == ()
         assert fresh.show("live").state == {
-            "blob": blobs[(GC_COMMITS - 1) % 2],
-            "i": GC_COMMITS - 1,
+            "blob": blobs[(rounds - 1) % 2],
+            "i": rounds - 1,
         }
-    print(f"\n{GC_COMMITS} commits against a gc loop ({out.strip()}), {elapsed:.1f}s")
+    print(f"\n{rounds} commits against a gc loop ({out.strip()}), {elapsed:.1f}s")
 
 
 def test_fresh_object_creating_a_branch_does_not_replace_a_concurrent_writers_commit(
