@@ -207,13 +207,14 @@ def parse_s3_url(url: object) -> S3Location:
     cache_mb: int | None = None
     if "cache_mb" in params:
         raw = params["cache_mb"]
-        if not raw.isascii() or not raw.isdigit() or not 0 < int(raw) <= 10**7:
+        if not raw.isascii() or not raw.isdigit() or len(raw) > 8 or not 0 < int(raw) <= 10**7:
             raise _bad_url(url, f"cache_mb={raw!r} is not a whole number of megabytes (1+)")
         cache_mb = int(raw)
     doc_ttl_ms: int | None = None
     if "doc_ttl_ms" in params:
         raw = params["doc_ttl_ms"]
-        if not raw.isascii() or not raw.isdigit() or int(raw) > _MAX_DOC_TTL_MS:
+        # The length first: int() refuses strings of thousands of digits.
+        if not raw.isascii() or not raw.isdigit() or len(raw) > 5 or int(raw) > _MAX_DOC_TTL_MS:
             raise _bad_url(
                 url,
                 f"doc_ttl_ms={raw!r} is not a whole number of milliseconds from 0 to "

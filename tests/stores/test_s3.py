@@ -129,6 +129,8 @@ def test_seaweedfs_honours_if_match_and_if_none_match_under_races(s3_url: str) -
         ("s3://bucket/p?doc_ttl_ms=-1", "doc_ttl_ms"),
         ("s3://bucket/p?doc_ttl_ms=1.5", "doc_ttl_ms"),
         ("s3://bucket/p?doc_ttl_ms=60001", "doc_ttl_ms"),
+        ("s3://bucket/p?doc_ttl_ms=" + "9" * 5000, "doc_ttl_ms"),
+        ("s3://bucket/p?cache_mb=" + "9" * 5000, "cache_mb"),
         ("s3://bucket/p#frag", "fragment"),
         ("s3://bucket/p\n", "control character"),
         ("s3://bucket/p?x", "name=value pairs"),
