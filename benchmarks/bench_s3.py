@@ -291,15 +291,14 @@ def bench_repositories(server: SeaweedFS, turns: int) -> None:
     )
 
     # Checkout and log: a fresh handle (another process's view); cold = empty local cache.
-    # S3 warm is measured three ways: every read-only call reading the document (the default),
-    # the calls of each operation sharing one read (``store.operation()``), and a reuse window
+    # S3 warm: each porcelain operation reads the document once (Repo wraps checkout and
+    # revision resolution in ``store.operation()``); also with a reuse window
     # (``doc_ttl_ms=100``) on a handle that sat idle past it.
     rows = []
     variants = [
         ("SQLite", str(folder / "sqlite"), "plain"),
         ("S3 cold", f"{url}&cache=none", "plain"),
         ("S3 warm", url, "plain"),
-        ("S3 warm, one operation each", url, "operation"),
         ("S3 warm, doc_ttl_ms=100, idle", f"{url}&doc_ttl_ms=100", "idle"),
     ]
     with statevcs.Repo.open(url) as warmer:  # fills the machine's cache
@@ -309,7 +308,7 @@ def bench_repositories(server: SeaweedFS, turns: int) -> None:
         with statevcs.Repo.open(opened) as fresh:
             if mode == "idle":
                 time.sleep(0.2)  # past the window: the first read-only call reads again
-            scope: Any = fresh.store.operation if mode == "operation" else nullcontext
+            scope: Any = nullcontext
             with REQUESTS.counting() as checkout, scope():
                 start = time.perf_counter()
                 fresh.checkout({}, "main~10")

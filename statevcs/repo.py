@@ -672,7 +672,7 @@ class Repo:
         """
         _check_str(rev, "rev")
         adapter = self.adapters.lookup(obj)
-        with self._lock, acting_for(self):
+        with self._lock, acting_for(self), self._store.operation():
             sync = self._sync_of(obj)
             own_head = sync.branch if sync is not None else self._head_ref
             context = _Context(self, head=own_head if sync is not None else None)
@@ -722,7 +722,9 @@ class Repo:
         return obj
 
     def _resolve(self, rev: str, argument: str = "rev") -> ObjectId:
-        return resolve_revision(_Context(self), _check_str(rev, argument))
+        checked = _check_str(rev, argument)
+        with self._store.operation():  # one consistent read of the refs (one request on S3)
+            return resolve_revision(_Context(self), checked)
 
     def resolve(self, rev: str) -> str:
         """Return the full hex id of the commit ``rev`` names."""

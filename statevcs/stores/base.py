@@ -8,6 +8,7 @@ is idempotent. Refs move only through :meth:`Store.set_ref`, an atomic compare-a
 from __future__ import annotations
 
 import abc
+import contextlib
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -218,6 +219,12 @@ class Store(abc.ABC):
         if token is None:
             token = self.__dict__["_identity"] = f"{type(self).__name__}:{uuid.uuid4().hex}"
         return str(token)
+
+    def operation(self) -> contextlib.AbstractContextManager[None]:
+        """Group the read-only calls of one porcelain operation (a checkout, resolving a
+        revision): a store may serve them from one consistent read, as if read at the block's
+        first call. Writes are unaffected. The default reads afresh every time."""
+        return contextlib.nullcontext()
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections and files; the store must not be used afterwards."""
