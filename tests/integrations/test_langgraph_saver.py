@@ -211,6 +211,46 @@ def test_messages_in_writes_and_values_are_the_list_items_objects(tmp_path: Any)
         found = store.load(repo.objects, tip)
         snap = found.snapshot(repo.objects)
         items = set(store.prolly.items(repo.objects, snap.messages)) | set(snap.tail)
-        extras = store.read_map(repo.objects, snap.extras)
-        named = {v for k, v in extras.items() if k.startswith(store.ITEM_PREFIX)}
-        assert len(named & items) == 2 and len(named - items) == 1
+
+        def named(snapshot: Any) -> set[bytes]:
+            extras = store.read_map(repo.objects, snapshot.extras)
+            return {v for k, v in extras.items() if k.startswith(store.ITEM_PREFIX)}
+
+        # The checkpoint names the input's message (a list item) and ``last`` (its own).
+        assert len(named(snap) & items) == 1 and len(named(snap) - items) == 1
+        # The pending writes (a side commit until a child checkpoint folds them) name both
+        # list items and nothing else.
+        side = repo.refs.get(next(iter(repo.refs.as_dict("refs/langgraph/writes/"))))
+        assert side is not None
+        side_snap = repo.objects.load_snapshot(repo.objects.load_commit(side).snapshot)
+        assert named(side_snap) == items
+
+
+def test_writes_folded_into_a_child_survive_its_deletion_and_forks(saver: StateVCSSaver) -> None:
+    first = saver.put(_config("t"), _checkpoint("1", {"x": 1}), {"run_id": "a"}, {"x": 1})
+    saver.put_writes(first, [("x", 2), ("y", "w")], "task")
+    # The child folds the parent's writes into its commit; the side ref goes.
+    child = saver.put(first, _checkpoint("2", {"x": 2}), {"run_id": "b"}, {"x": 1})
+    assert not saver.repo.refs.as_dict("refs/langgraph/writes/")
+    saver.put_writes(first, [("z", 3)], "late")  # after its child: on a side ref again
+    fork = saver.put(first, _checkpoint("3", {"x": 3}), {"run_id": "c"}, {"x": 1})
+    expected = [("task", "x", 2), ("task", "y", "w"), ("late", "z", 3)]
+
+    def writes_of(config: dict[str, Any]) -> list[Any]:
+        got = saver.get_tuple(config)
+        assert got is not None
+        return sorted(got.pending_writes)
+
+    assert writes_of(first) == sorted(expected)
+    listed = {t.config["configurable"]["checkpoint_id"]: t for t in saver.list(_config("t"))}
+    assert sorted(listed["1"].pending_writes) == sorted(expected)
+    assert listed["2"].pending_writes == [] and listed["3"].pending_writes == []
+    # Deleting the child that carries them moves them back to a side ref: nothing is lost.
+    saver.delete_for_runs(["b"])
+    assert writes_of(first) == sorted(expected)
+    assert saver.get_tuple(child) is None and saver.get_tuple(fork) is not None
+    # A new lead child folds them all again.
+    saver.delete_for_runs(["c"])
+    saver.put(first, _checkpoint("4", {"x": 4}), {}, {"x": 1})
+    assert not saver.repo.refs.as_dict("refs/langgraph/writes/")
+    assert writes_of(first) == sorted(expected)

@@ -144,17 +144,20 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         key = self._key(config)
         checkpoint_id = _checkpoint_id(config, "config")
         with self._lock:
+            folders: builtins.list[store.Stored] = []
             if checkpoint_id is None:
                 tip = self.repo.refs.get(key.branch)
                 if tip is None:
                     return None
+                # The tip is a leaf: no child folded its writes.
                 found: store.Stored | None = store.load(self.repo.objects, tip)
             else:
-                found = store.find(self.repo, store.read_heads(self.repo, key), checkpoint_id)
+                heads = store.read_heads(self.repo, key)
+                found, folders = store.find_with_folders(self.repo, heads, checkpoint_id)
             if found is None:
                 return None
             side = self.repo.refs.get(key.writes_ref(found.checkpoint_id))
-            result, lists = self._tuple(key, found, side, None)
+            result, lists = self._tuple(key, found, side, None, folders=folders)
             if found.commit_id not in self._prints:
                 fingerprint = Fingerprinter(self.serde)
                 self._remember(
@@ -226,6 +229,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                     reverse=True,
                 )
                 sides = store.side_checkpoint_ids(self.repo, key)
+                folders = store.folders_of(found)
                 store.preload(self.repo, found)
             for item in found:
                 if wanted_id is not None and item.checkpoint_id != wanted_id:
@@ -243,7 +247,12 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                     remaining -= 1
                 with self._lock:
                     result, _ = self._tuple(
-                        key, item, sides.get(item.checkpoint_id), memo, given_thread
+                        key,
+                        item,
+                        sides.get(item.checkpoint_id),
+                        memo,
+                        given_thread,
+                        folders=folders.get(item.checkpoint_id, ()),
                     )
                 yield result
 
@@ -254,11 +263,13 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         side: ObjectId | None,
         memo: dict[ObjectId, Any] | None,
         thread_id: Any = None,
+        *,
+        folders: Sequence[store.Stored] = (),
     ) -> tuple[CheckpointTuple, dict[str, builtins.list[Any]]]:
         repo = self.repo
         values, lists = store.channel_values(repo, found, self.serde, memo)
         checkpoint = store.checkpoint_doc(repo, found, self.serde)
-        writes = store.merge_writes(store.own_writes(repo, found), store.side_writes(repo, side))
+        writes = store.writes_of(repo, found, folders, side)
         thread = key.thread_id if thread_id is None else thread_id
         pending: list[PendingWrite] = [
             (task_id, channel, unwrap(doc, self.serde, f"a pending write to {channel!r}"))
@@ -351,15 +362,35 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             if hidden is not None:
                 replaced = [hidden]
         parent = store.find(repo, heads, parent_id) if parent_id is not None else None
-        side_ref = key.writes_ref(checkpoint_id)
-        side = repo.refs.get(side_ref)
+        note = "langgraph: put"
         own: store.Writes = {}
+        fold: store.Writes | None = None
+        extra_objects: dict[ObjectId, bytes] = {}
+        extra_updates: builtins.list[RefUpdate] = []
+        orphans: dict[str, store.Writes] = {}
         for old in replaced:
             own = store.merge_writes(own, store.own_writes(repo, old))
+            carried = store.folded_writes(repo, old)
+            if old.parent_checkpoint_id is not None and store.is_lead(old, parent_id or ""):
+                fold = store.merge_writes(fold or {}, carried)
+            elif carried and old.parent_checkpoint_id is not None:
+                orphans[old.parent_checkpoint_id] = carried
+        if parent is not None and parent.commit_id in head_ids:
+            # The parent is a leaf: this checkpoint is its lead child and takes its pending
+            # writes from the side ref into its own commit (the side ref goes).
+            parent_ref = key.writes_ref(parent.checkpoint_id)
+            parent_side = repo.refs.get(parent_ref)
+            fold = fold or {}
+            if parent_side is not None:
+                fold = store.merge_writes(fold, store.side_writes(repo, parent_side))
+                extra_updates.append(RefUpdate(parent_ref, None, parent_side, note))
+        for cid, writes in orphans.items():
+            objects_, update = self._side_update(key, cid, writes, note)
+            extra_objects.update(objects_)
+            extra_updates.append(update)
         built, prints = self._build(
-            key, checkpoint, meta, new_versions, parent, parent_id, side, own
+            key, checkpoint, meta, new_versions, parent, parent_id, own, fold
         )
-        note = f"langgraph: checkpoint {checkpoint_id}"
         if hidden is None:
             drop = {s.commit_id for s in replaced}
             if parent is not None:
@@ -383,9 +414,8 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             updates = store.head_updates(
                 key, heads, head_ids, {**plan.heads, new_id: checkpoint_id}, set(head_ids), note
             )
-        if side is not None:
-            updates.append(RefUpdate(side_ref, None, side, note))
-        if not self._apply(updates, objects):
+        updates.extend(extra_updates)
+        if not self._apply(updates, {**objects, **extra_objects}):
             return False
         if prints is not None and hidden is None:
             self._remember(built.commit_id, prints)
@@ -410,8 +440,8 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         new_versions: Mapping[str, Any],
         parent: store.Stored | None,
         parent_id: str | None,
-        side: ObjectId | None,
         own_writes: store.Writes,
+        fold: store.Writes | None,
     ) -> tuple[store.Built, dict[str, Prints] | None]:
         """Encode a checkpoint's commit; also return its list items' fingerprints (if known)."""
         repo, serde = self.repo, self.serde
@@ -496,33 +526,47 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             ]
         if lists:
             extras["lists"] = {name: len(items) for name, items in sorted(lists.items())}
-        extras["checkpoint"] = store.serde_wrap(
-            serde, "the checkpoint", {k: v for k, v in checkpoint.items() if k != "channel_values"}
-        )
-        writes = store.merge_writes(own_writes, store.side_writes(repo, side))
-        if writes:
-            extras["writes"] = wrap_writes(writes)
-        info: dict[str, Any] = {
-            "checkpoint_id": checkpoint["id"],
-            "parent_checkpoint_id": parent_id,
-            "thread": key.thread,
-            "ns": key.ns,
-        }
+        info: dict[str, Any] = {"checkpoint_id": checkpoint["id"]}
+        if parent_id is not None:
+            info["parent_checkpoint_id"] = parent_id
+        us = store.checkpoint_us(checkpoint.get("ts"))
+        inline = store.inline_checkpoint(checkpoint, us)
+        if inline is not None:
+            info.update(inline)
+        else:
+            extras["checkpoint"] = store.serde_wrap(
+                serde,
+                "the checkpoint",
+                {k: v for k, v in checkpoint.items() if k != "channel_values"},
+            )
+        if own_writes:
+            extras["writes"] = wrap_writes(own_writes)
+        if fold is not None:
+            info[store.FOLDED] = 1 if fold else 0
+            if fold:
+                extras[store.FOLDED] = wrap_writes(fold)
         if parent is not None:
             bound = _id_bound(parent)
             if bound > checkpoint["id"]:
                 info["max_id"] = bound
-        run_id = meta.get("run_id")
-        if isinstance(run_id, str):
-            info["run_id"] = run_id
         commit, in_commit = store.checkpoint_commit(
             repo,
             parents=(parent.commit_id,) if parent is not None else (),
             info=info,
             metadata=meta,
-            ts=checkpoint.get("ts"),
+            us=us,
         )
         if not in_commit:
+            run_id = meta.get("run_id")
+            if isinstance(run_id, str):
+                info["run_id"] = run_id
+                commit, in_commit = store.checkpoint_commit(
+                    repo,
+                    parents=commit.parents,
+                    info=info,
+                    metadata=meta,
+                    us=us,
+                )
             extras["metadata"] = store.serde_wrap(serde, "metadata", meta)
         snapshot = Snapshot.model_construct(
             kind=store.KIND_CHECKPOINT,
@@ -608,79 +652,57 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         raise RefConflict(key.branch, None, None, f"gave up after {_ATTEMPTS} attempts")
 
     def _put_writes_once(self, key: ThreadKey, checkpoint_id: str, new: store.Writes) -> bool:
-        repo = self.repo
-        heads = store.read_heads(repo, key)
-        side_ref = key.writes_ref(checkpoint_id)
-        side = repo.refs.get(side_ref)
-        note = f"langgraph: writes for {checkpoint_id}"
-        head: store.Stored | None = None
-        for commit_id in heads.commits():
-            candidate = store.load(repo.objects, commit_id)
-            if candidate.checkpoint_id == checkpoint_id:
-                head = candidate
-                break
-        if head is None:
-            old = store.side_writes(repo, side)
-            merged = store.merge_writes(old, new)
-            if merged == old:
-                return True
-            snapshot = Snapshot.model_construct(
-                kind=store.KIND_WRITES,
-                messages=[],
-                state={},
-                extras=store.split_extras({"writes": wrap_writes(merged)}),
-            )
-            commit = CommitObject(
-                snapshot=b"\0" * 32,
-                parents=(),
-                author=repo.author,
-                timestamp_us=0,
-                message=f"pending writes for checkpoint {checkpoint_id}",
-                metadata={"langgraph": {"writes_for": checkpoint_id}},
-            )
-            built = store.encode_commit(
-                repo,
-                snapshot,
-                state_codec=repo.serializer.name,
-                base=None,
-                previous=None,
-                commit=commit,
-            )
-            return self._apply([RefUpdate(side_ref, built.commit_id, side, note)], built.objects)
-        old = store.merge_writes(store.own_writes(repo, head), store.side_writes(repo, side))
-        merged = store.merge_writes(old, new)
-        if merged == store.own_writes(repo, head) and side is None:
+        # Always the side ref (one small commit, one ref move): the checkpoint's own commit is
+        # never rewritten; its lead child folds these writes in when it is put.
+        side = self.repo.refs.get(key.writes_ref(checkpoint_id))
+        if store.merge_writes(store.side_writes(self.repo, side), new) == store.side_writes(
+            self.repo, side
+        ):
             return True
-        snap = head.snapshot(repo.objects)
-        extras = dict(head.extras(repo.objects))
-        extras["writes"] = wrap_writes(merged)
-        previous = store.stored_messages_of(repo, snap)
+        objects, update = self._side_update(key, checkpoint_id, new, "langgraph: writes", side=side)
+        return self._apply([update], objects)
+
+    def _side_update(
+        self,
+        key: ThreadKey,
+        checkpoint_id: str,
+        new: store.Writes,
+        note: str,
+        *,
+        side: ObjectId | bool | None = False,
+    ) -> tuple[dict[ObjectId, bytes], RefUpdate]:
+        """A side commit holding ``checkpoint_id``'s side writes plus ``new``, and its ref move.
+
+        ``side`` is the side ref's current value when the caller read it already.
+        """
+        repo = self.repo
+        ref = key.writes_ref(checkpoint_id)
+        current = repo.refs.get(ref) if side is False else side
+        assert current is None or isinstance(current, bytes)
+        merged = store.merge_writes(store.side_writes(repo, current), new)
         snapshot = Snapshot.model_construct(
-            kind=snap.kind,
-            messages=store.Log(previous.length, []),
-            state=store.channels_of(repo, head).state,
-            extras=store.split_extras(extras),
+            kind=store.KIND_WRITES,
+            messages=[],
+            state={},
+            extras=store.split_extras({"writes": wrap_writes(merged)}),
+        )
+        commit = CommitObject(
+            snapshot=b"\0" * 32,
+            parents=(),
+            author=repo.author,
+            timestamp_us=0,
+            message="pending writes",
+            metadata={"langgraph": {"writes_for": checkpoint_id}},
         )
         built = store.encode_commit(
             repo,
             snapshot,
-            state_codec=snap.state_codec,
-            base=MessageBase(previous, previous.length),
-            previous=previous,
-            commit=head.commit,
+            state_codec=repo.serializer.name,
+            base=None,
+            previous=None,
+            commit=commit,
         )
-        head_ids = {c: store.load(repo.objects, c).checkpoint_id for c in heads.commits()}
-        updates = store.head_updates(
-            key, heads, head_ids, {built.commit_id: checkpoint_id}, {head.commit_id}, note
-        )
-        if side is not None:
-            updates.append(RefUpdate(side_ref, None, side, note))
-        if not self._apply(updates, built.objects):
-            return False
-        cached = self._prints.pop(head.commit_id, None)
-        if cached is not None:
-            self._remember(built.commit_id, cached)
-        return True
+        return built.objects, RefUpdate(ref, built.commit_id, current, note)
 
     # --- threads ----------------------------------------------------------------------
 
@@ -811,12 +833,31 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                 for cid, value in store.side_checkpoint_ids(repo, key).items()
                 if cid in dropped_ids
             ]
+            # A dropped lead child carries its kept parent's writes: they go to a side ref.
+            kept_ids = {f.checkpoint_id for c, f in plan.commits.items() if c not in plan.drop}
+            orphans: dict[str, store.Writes] = {}
+            for commit_id in plan.drop:
+                child = plan.commits[commit_id]
+                parent_id = child.parent_checkpoint_id
+                if parent_id in kept_ids and child.info.get(store.FOLDED) == 1:
+                    assert parent_id is not None
+                    orphans[parent_id] = store.merge_writes(
+                        orphans.get(parent_id, {}), store.folded_writes(repo, child)
+                    )
+            objects = dict(plan.objects)
+            for parent_id, writes in sorted(orphans.items()):
+                # Folded writes are older than any on the side ref (which win when replaced).
+                side = repo.refs.get(key.writes_ref(parent_id))
+                writes = store.merge_writes(writes, store.side_writes(repo, side))
+                made, update = self._side_update(key, parent_id, writes, note, side=side)
+                objects.update(made)
+                side_updates.append(update)
             head_ids = {c: plan.commits[c].checkpoint_id for c in heads.commits()}
             updates = (
                 store.head_updates(key, heads, head_ids, plan.heads, set(head_ids), note)
                 + side_updates
             )
-            if self._apply(updates, plan.objects):
+            if self._apply(updates, objects):
                 return
         raise RefConflict(key.branch, None, None, f"gave up after {_ATTEMPTS} attempts")
 
@@ -855,12 +896,21 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             sides = store.side_checkpoint_ids(self.repo, key)
             remaining = set(names)
             parents = target.commit.parents
+            child = target
+            everything: dict[str, builtins.list[store.Stored]] | None = None
             while parents and remaining:
                 current = store.load(self.repo.objects, parents[0])
-                writes = store.merge_writes(
-                    store.own_writes(self.repo, current),
-                    store.side_writes(self.repo, sides.get(current.checkpoint_id)),
+                if store.is_lead(child, current.checkpoint_id):
+                    folders = [child]
+                else:
+                    # Another line's commit may fold this checkpoint's writes: read them all once.
+                    if everything is None:
+                        everything = store.folders_of(store.all_commits(self.repo, heads))
+                    folders = everything.get(current.checkpoint_id, [])
+                writes = store.writes_of(
+                    self.repo, current, folders, sides.get(current.checkpoint_id)
                 )
+                child = current
                 for task_id, _idx, channel, doc, _path in reversed(wrap_writes(writes)):
                     if channel in remaining:
                         value = unwrap(doc, self.serde, f"a pending write to {channel!r}")

@@ -18,9 +18,10 @@ Nothing here writes: functions return objects and ref updates for one atomic ``r
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, overload
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -60,6 +61,7 @@ VALUE_PREFIX = "value:"
 ITEM_PREFIX = "i:"
 """Extras keys of message documents that values and pending writes name (by content hash)."""
 _MESSAGE_FORMS = ("m", "ml", "md")
+_WRITES_KEYS = ("writes", "pw")
 Writes = dict[tuple[str, int], tuple[str, str, Any, str]]
 
 
@@ -123,6 +125,9 @@ class Stored:
     def run_id(self) -> str | None:
         """The run that wrote this checkpoint, if LangGraph said."""
         run = self.info.get("run_id")
+        if run is None:
+            meta = self.commit.metadata.get("metadata")
+            run = meta.get("run_id") if isinstance(meta, dict) else None
         return run if isinstance(run, str) else None
 
 
@@ -270,10 +275,59 @@ def channels_of(repo: Repo, found: Stored) -> Channels:
 
 def checkpoint_doc(repo: Repo, found: Stored, serde: SerializerProtocol) -> dict[str, Any]:
     """The stored checkpoint without its values (id, ts, versions, versions seen, ...)."""
+    for field_name in ("cp", "cpt"):
+        text = found.info.get(field_name)
+        if isinstance(text, str):
+            # Kept in the commit (no object of its own) without the id; under "cp" also
+            # without ts, which is then the commit's own timestamp. JSON text, not a map:
+            # commit metadata sorts keys, and LangGraph's version maps keep their order.
+            try:
+                inline = json.loads(text)
+            except ValueError:
+                inline = None
+            if not isinstance(inline, dict):
+                raise CorruptObject(to_hex(found.commit_id), "its checkpoint is not a map")
+            value: dict[str, Any] = {"v": inline.pop("v")} if "v" in inline else {}
+            if field_name == "cp":
+                value["ts"] = iso_timestamp(found.commit.timestamp_us)
+            elif "ts" in inline:
+                value["ts"] = inline.pop("ts")
+            value["id"] = found.checkpoint_id
+            value.update(inline)
+            return value
     value = unwrap(found.extras(repo.objects).get("checkpoint"), serde, "the checkpoint")
     if not isinstance(value, dict):
         raise CorruptObject(to_hex(found.commit_id), "its checkpoint is not a map")
     return value
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def iso_timestamp(us: int) -> str:
+    """The ISO text LangGraph gives a UTC time (``datetime.isoformat``) of ``us`` microseconds."""
+    return (_EPOCH + timedelta(microseconds=us)).isoformat()
+
+
+def inline_checkpoint(checkpoint: Mapping[str, Any], us: int) -> dict[str, Any] | None:
+    """The commit info fields holding the checkpoint (minus values and id), if plain JSON.
+
+    ``{"cp": doc}`` when its ts is the commit's timestamp (then left out), else
+    ``{"cpt": doc}``; ``None`` when the checkpoint is not plain JSON (it goes to extras).
+    """
+    doc = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "id")}
+    name = "cpt"
+    if isinstance(doc.get("ts"), str) and doc["ts"] == iso_timestamp(us):
+        del doc["ts"]
+        name = "cp"
+    if not is_plain(doc, allow_bytes=False):
+        return None
+    return {name: json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False)}
+
+
+def checkpoint_us(ts: object) -> int:
+    """The commit timestamp (UTC microseconds) of a checkpoint whose ``ts`` is ``ts``."""
+    return timestamp_us(_timestamp(ts))
 
 
 def metadata_of(repo: Repo, found: Stored, serde: SerializerProtocol) -> dict[str, Any]:
@@ -356,8 +410,75 @@ def channel_values(
 
 
 def own_writes(repo: Repo, found: Stored) -> Writes:
-    """The pending writes stored in a checkpoint's own commit."""
-    return read_writes(found.extras(repo.objects).get("writes"))
+    """The pending writes stored in a checkpoint's own commit (older repositories)."""
+    extras = found.extras(repo.objects)
+    return read_writes(extras.get("writes")) if "writes" in extras else {}
+
+
+FOLDED = "pw"
+"""Extras key (and commit info flag) of the parent checkpoint's writes folded into a child."""
+
+
+def folded_writes(repo: Repo, child: Stored) -> Writes:
+    """The writes of ``child``'s parent checkpoint that ``child``'s commit carries."""
+    if child.info.get(FOLDED) != 1:
+        return {}
+    return read_writes(child.extras(repo.objects).get(FOLDED))
+
+
+def is_lead(child: Stored, parent_checkpoint_id: str) -> bool:
+    """Whether ``child`` was put while its parent ``parent_checkpoint_id`` was a leaf.
+
+    Only such a child (the parent's lead; at most one is reachable) folds the parent's
+    writes, so when the lead is known no other commit needs to be looked at.
+    """
+    return FOLDED in child.info and child.parent_checkpoint_id == parent_checkpoint_id
+
+
+def folders_of(found: Iterable[Stored]) -> dict[str, list[Stored]]:
+    """``{checkpoint id: the commits carrying its folded writes}`` among ``found``."""
+    result: dict[str, list[Stored]] = {}
+    for item in found:
+        parent = item.parent_checkpoint_id
+        if item.info.get(FOLDED) == 1 and parent is not None:
+            result.setdefault(parent, []).append(item)
+    return result
+
+
+def find_with_folders(
+    repo: Repo, heads: Heads, checkpoint_id: str
+) -> tuple[Stored | None, list[Stored]]:
+    """:func:`find`, also returning the commits that fold the found checkpoint's writes.
+
+    A head is a leaf (no child folds anything); otherwise the walk stops as soon as the
+    checkpoint and its lead child have both been seen, else it reads the whole namespace.
+    """
+    for head in heads.commits():
+        found = load(repo.objects, head)
+        if found.checkpoint_id == checkpoint_id:
+            return found, []
+    target: Stored | None = None
+    seen: list[Stored] = []
+    for candidate in all_commits(repo, heads):
+        if candidate.checkpoint_id == checkpoint_id:
+            target = candidate
+        elif candidate.parent_checkpoint_id == checkpoint_id:
+            seen.append(candidate)
+            if target is not None and is_lead(candidate, checkpoint_id):
+                return target, folders_of(seen).get(checkpoint_id, [])
+        if target is not None and any(is_lead(c, checkpoint_id) for c in seen):
+            return target, folders_of(seen).get(checkpoint_id, [])
+    return target, folders_of(seen).get(checkpoint_id, [])
+
+
+def writes_of(
+    repo: Repo, found: Stored, folders: Sequence[Stored], side: ObjectId | None
+) -> Writes:
+    """All pending writes of checkpoint ``found``: folded into children, its own, the side ref."""
+    writes: Writes = {}
+    for child in sorted(folders, key=lambda c: c.checkpoint_id):
+        writes = merge_writes(writes, folded_writes(repo, child))
+    return merge_writes(merge_writes(writes, own_writes(repo, found)), side_writes(repo, side))
 
 
 def side_writes(repo: Repo, commit_id: ObjectId | None) -> Writes:
@@ -449,10 +570,13 @@ def split_extras(extras: Mapping[str, Any]) -> dict[str, Any]:
     items: dict[str, Any] = {}
     names: dict[ObjectId, str] = {}
     out: dict[str, Any] = {}
-    for name, doc in extras.items():
+    # Writes first: their document then equals the side commit's, so both are one object.
+    order = sorted(extras, key=lambda n: n not in _WRITES_KEYS)
+    for name in order:
+        doc = extras[name]
         if name.startswith(VALUE_PREFIX):
             out[name] = _split_doc(doc, items, names)
-        elif name == "writes" and isinstance(doc, list):
+        elif name in _WRITES_KEYS and isinstance(doc, list):
             out[name] = [
                 [*entry[:3], _split_doc(entry[3], items, names), *entry[4:]]
                 if isinstance(entry, list) and len(entry) == 5
@@ -475,7 +599,7 @@ def join_extras(extras: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if name.startswith(VALUE_PREFIX):
             out[name] = _join_doc(doc, extras)
-        elif name == "writes" and isinstance(doc, list):
+        elif name in _WRITES_KEYS and isinstance(doc, list):
             out[name] = [
                 [*entry[:3], _join_doc(entry[3], extras), *entry[4:]]
                 if isinstance(entry, list) and len(entry) == 5
@@ -584,7 +708,7 @@ def checkpoint_commit(
     parents: tuple[ObjectId, ...],
     info: dict[str, Any],
     metadata: Mapping[str, Any],
-    ts: object,
+    us: int,
 ) -> tuple[CommitObject, bool]:
     """The commit fields of a checkpoint; the flag says whether ``metadata`` fit in the commit."""
     try:
@@ -597,7 +721,7 @@ def checkpoint_commit(
         snapshot=b"\0" * 32,
         parents=parents,
         author=repo.author,
-        timestamp_us=timestamp_us(_timestamp(ts)),
+        timestamp_us=us,
         message=check_text(_commit_message(metadata), "message"),
         metadata=fields,
     )
@@ -642,7 +766,15 @@ __all__ = [
     "load",
     "merge_writes",
     "metadata_of",
+    "folded_writes",
+    "find_with_folders",
+    "folders_of",
+    "is_lead",
+    "checkpoint_us",
+    "inline_checkpoint",
+    "iso_timestamp",
     "own_writes",
+    "writes_of",
     "read_heads",
     "serialize_state",
     "side_checkpoint_ids",
