@@ -75,6 +75,58 @@ _DEFAULTS: dict[type[BaseMessage], dict[str, Any]] = {
 }
 
 
+# How to fill each field of a message rebuilt without validation: (name, kind, default) with
+# kind 0 a constant default, 1 a factory of an empty dict or list, 2 required.
+_PLANS: dict[type[BaseMessage], tuple[tuple[str, int, Any], ...]] = {}
+for _cls in _ROLES:
+    _plan: list[tuple[str, int, Any]] = []
+    for _name, _field in _cls.model_fields.items():
+        if _field.is_required():
+            _plan.append((_name, 2, None))
+        elif _field.default_factory is not None:
+            _made = _field.get_default(call_default_factory=True)
+            _plan.append(
+                (_name, 1, type(_made))
+                if type(_made) in (dict, list) and not _made
+                else (_name, 2, None)
+            )
+        elif type(_field.default) in (type(None), bool, str, int):
+            _plan.append((_name, 0, _field.default))
+        else:
+            _plan.append((_name, 2, None))
+    _PLANS[_cls] = tuple(_plan)
+_FIELD_NAMES: dict[type[BaseMessage], frozenset[str]] = {
+    cls: frozenset(cls.model_fields) for cls in _ROLES
+}
+
+
+def _construct(cls: type[BaseMessage], data: dict[str, Any]) -> BaseMessage:
+    """``cls(**data)`` for fields a validated ``cls`` produced: set directly, not re-validated.
+
+    The result equals what validation builds (same field values, same fields set, no
+    extras); anything unusual (an unknown or missing required field, content that is not
+    text or a list) goes through validation instead. ``data`` must be freshly decoded.
+    """
+    if not data.keys() <= _FIELD_NAMES[cls] or type(data.get("content")) not in (str, list):
+        return cls(**data)
+    values: dict[str, Any] = {}
+    for name, kind, default in _PLANS[cls]:
+        if name in data:
+            values[name] = data[name]
+        elif kind == 0:
+            values[name] = default
+        elif kind == 1:
+            values[name] = default()
+        else:
+            return cls(**data)
+    message = cls.__new__(cls)
+    object.__setattr__(message, "__dict__", values)
+    object.__setattr__(message, "__pydantic_fields_set__", set(data))
+    object.__setattr__(message, "__pydantic_extra__", {})
+    object.__setattr__(message, "__pydantic_private__", None)
+    return message
+
+
 def is_plain(value: Any, *, allow_bytes: bool) -> bool:
     """Whether ``value`` reads back equal and of the same types from JSON (or msgpack).
 
@@ -265,7 +317,7 @@ def item_value(doc: Any, serde: SerializerProtocol) -> Any:
             data["content"] = doc["content"]
             if "tool_calls" in doc:
                 data["tool_calls"] = doc["tool_calls"]
-            return cls(**data)
+            return _construct(cls, data)
         if "content" in doc and "v" not in doc and "t" not in doc:
             return doc["content"]
     return unwrap(doc, serde, "a list channel's item")

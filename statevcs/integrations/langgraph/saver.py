@@ -28,16 +28,16 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ...errors import RefConflict, RepositoryNotFound, StaleCache
-from ...hashing import ObjectId
-from ...objects import CommitObject
+from ...errors import CorruptObject, RefConflict, RepositoryNotFound, StaleCache
+from ...hashing import ObjectId, to_hex
+from ...objects import CommitObject, Doc
 from ...objects import decode as decode_object
 from ...refs import MAX_REF_NAME_LENGTH
 from ...repo import MEMORY_URL, Repo
 from ...snapshot import MessageBase, Snapshot
 from ...stores.base import RefUpdate
 from . import store
-from .codec import Fingerprinter, is_plain, safe_serializer, unwrap, wrap_writes
+from .codec import Fingerprinter, is_plain, item_value, safe_serializer, unwrap, wrap_writes
 from .errors import InvalidCheckpointConfig, LangGraphError, ThreadExists
 from .names import (
     BRANCH_ROOT,
@@ -52,6 +52,7 @@ from .names import (
 
 _ATTEMPTS = 16
 _CACHE = 64
+_ID_PRINTS = 200_000
 _T = TypeVar("_T")
 Prints = tuple[bytes | None, ...]
 """Fingerprints of a list channel's stored items, in order."""
@@ -90,6 +91,10 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         # commit -> list channel -> fingerprints of its stored items (bytes: what was stored,
         # whatever the caller does to the objects it passed or got back).
         self._prints: OrderedDict[ObjectId, dict[str, Prints]] = OrderedDict()
+        # commit -> list channel -> its items' document ids (for checkpoints only read).
+        self._item_ids: OrderedDict[ObjectId, dict[str, tuple[ObjectId, ...]]] = OrderedDict()
+        # item document id -> the fingerprint of the item it decodes to.
+        self._id_prints: OrderedDict[ObjectId, bytes | None] = OrderedDict()
 
     @classmethod
     @contextmanager
@@ -157,13 +162,15 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             if found is None:
                 return None
             side = self.repo.refs.get(key.writes_ref(found.checkpoint_id))
-            result, lists = self._tuple(key, found, side, None, folders=folders)
+            ids: dict[str, builtins.list[ObjectId]] = {}
+            result, _lists = self._tuple(key, found, side, None, folders=folders, ids_out=ids)
             if found.commit_id not in self._prints:
-                fingerprint = Fingerprinter(self.serde)
-                self._remember(
-                    found.commit_id,
-                    {name: tuple(fingerprint.many(items)) for name, items in lists.items()},
-                )
+                # The items' fingerprints are taken only if a put needs them, from their
+                # stored documents (never from the objects handed out, which may change).
+                self._item_ids[found.commit_id] = {n: tuple(v) for n, v in ids.items()}
+                self._item_ids.move_to_end(found.commit_id)
+                while len(self._item_ids) > _CACHE:
+                    self._item_ids.popitem(last=False)
             return result
 
     def list(
@@ -265,9 +272,10 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         thread_id: Any = None,
         *,
         folders: Sequence[store.Stored] = (),
+        ids_out: dict[str, builtins.list[ObjectId]] | None = None,
     ) -> tuple[CheckpointTuple, dict[str, builtins.list[Any]]]:
         repo = self.repo
-        values, lists = store.channel_values(repo, found, self.serde, memo)
+        values, lists = store.channel_values(repo, found, self.serde, memo, ids_out)
         checkpoint = store.checkpoint_doc(repo, found, self.serde)
         writes = store.writes_of(repo, found, folders, side)
         thread = key.thread_id if thread_id is None else thread_id
@@ -294,12 +302,31 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
     def _parent_prints(self, parent: store.Stored) -> dict[str, Prints]:
         """Fingerprints of a checkpoint's stored list items (decoded from storage if not cached)."""
         cached = self._prints.get(parent.commit_id)
+        ids = self._item_ids.get(parent.commit_id)
+        if cached is None and ids is not None:
+            cached = {name: self._prints_of(items) for name, items in ids.items()}
+            self._remember(parent.commit_id, cached)
         if cached is None:
             fingerprint = Fingerprinter(self.serde)
             lists = store.list_items(self.repo, parent, self.serde, None)
             cached = {name: tuple(fingerprint.many(items)) for name, items in lists.items()}
             self._remember(parent.commit_id, cached)
         return cached
+
+    def _prints_of(self, ids: Sequence[ObjectId]) -> Prints:
+        """Fingerprints of stored items by document id (each decoded afresh once, then cached)."""
+        missing = [i for i in dict.fromkeys(ids) if i not in self._id_prints]
+        if missing:
+            fingerprint = Fingerprinter(self.serde)
+            docs = self.repo.objects.load_values(missing)
+            for object_id in missing:
+                doc = docs[object_id]
+                if not isinstance(doc, Doc):
+                    raise CorruptObject(to_hex(object_id), "a list item must be a document")
+                self._id_prints[object_id] = fingerprint(item_value(doc.value, self.serde))
+                if len(self._id_prints) > _ID_PRINTS:
+                    self._id_prints.popitem(last=False)
+        return tuple(self._id_prints[i] for i in ids)
 
     def _parent_items(self, parent: store.Stored, name: str) -> tuple[Any, ...]:
         lists = store.list_items(self.repo, parent, self.serde, None)

@@ -344,8 +344,12 @@ def list_items(
     found: Stored,
     serde: SerializerProtocol,
     memo: dict[ObjectId, Any] | None,
+    ids_out: dict[str, list[ObjectId]] | None = None,
 ) -> dict[str, list[Any]]:
-    """Decode a checkpoint's list channels (``memo`` shares decoded items between calls)."""
+    """Decode a checkpoint's list channels (``memo`` shares decoded items between calls).
+
+    ``ids_out`` receives each channel's item document ids, in order.
+    """
     lists = channels_of_lists(repo, found)
     if not lists:
         return {}
@@ -372,6 +376,8 @@ def list_items(
         if channel not in result:
             raise CorruptObject(to_hex(object_id), f"list item of unknown channel {channel!r}")
         result[channel].append(value)
+        if ids_out is not None:
+            ids_out.setdefault(channel, []).append(object_id)
     for name, count in lists.items():
         if len(result[name]) != count:
             raise CorruptObject(
@@ -393,6 +399,7 @@ def channel_values(
     found: Stored,
     serde: SerializerProtocol,
     memo: dict[ObjectId, Any] | None = None,
+    ids_out: dict[str, list[ObjectId]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[Any]]]:
     """Decode every channel value of a checkpoint; also return the list channels alone."""
     snap = found.snapshot(repo.objects)
@@ -404,7 +411,7 @@ def channel_values(
         if key.startswith(VALUE_PREFIX):
             name = key[len(VALUE_PREFIX) :]
             values[name] = unwrap(doc, serde, f"channel {name!r}")
-    lists = list_items(repo, found, serde, memo)
+    lists = list_items(repo, found, serde, memo, ids_out)
     values.update(lists)
     return values, lists
 
