@@ -254,3 +254,12 @@ def test_writes_folded_into_a_child_survive_its_deletion_and_forks(saver: StateV
     saver.put(first, _checkpoint("4", {"x": 4}), {}, {"x": 1})
     assert not saver.repo.refs.as_dict("refs/langgraph/writes/")
     assert writes_of(first) == sorted(expected)
+
+
+def test_a_string_with_a_lone_surrogate_reads_back_exactly(saver: StateVCSSaver) -> None:
+    values = {"who": "a\ud800b", "items": ["x\udfff"]}
+    config = saver.put(_config("t"), _checkpoint("1", values), {}, {k: 1 for k in values})
+    got = saver.get_tuple(config)
+    assert got is not None
+    assert got.checkpoint["channel_values"]["who"] == "a\ud800b"
+    assert got.checkpoint["channel_values"]["items"] == ["x\udfff"]

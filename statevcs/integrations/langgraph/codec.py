@@ -177,6 +177,9 @@ def wrap(value: Any, serde: SerializerProtocol) -> dict[str, Any]:
     """Return ``value`` as a document: ``{"v": value}`` if plain, else ``{"t": tag, "b": data}``."""
     if is_plain(value, allow_bytes=True):
         return {"v": value}
+    if type(value) is str:
+        # Lone surrogates: LangGraph's msgpack would store "?" in their place.
+        return {"s": value.encode("utf-8", "surrogatepass")}
     tag, data = serde.dumps_typed(value)
     return {"t": tag, "b": data}
 
@@ -238,6 +241,11 @@ def unwrap(doc: Any, serde: SerializerProtocol, where: str) -> Any:
     if isinstance(doc, dict):
         if "v" in doc:
             return doc["v"]
+        if "s" in doc and isinstance(doc["s"], bytes):
+            try:
+                return doc["s"].decode("utf-8", "surrogatepass")
+            except UnicodeDecodeError:
+                _bad(where)
         if "m" in doc:
             return _message(doc["m"], where)
         if "ml" in doc and isinstance(doc["ml"], list):
@@ -318,7 +326,7 @@ def item_value(doc: Any, serde: SerializerProtocol) -> Any:
             if "tool_calls" in doc:
                 data["tool_calls"] = doc["tool_calls"]
             return _construct(cls, data)
-        if "content" in doc and "v" not in doc and "t" not in doc:
+        if "content" in doc and "v" not in doc and "t" not in doc and "s" not in doc:
             return doc["content"]
     return unwrap(doc, serde, "a list channel's item")
 

@@ -226,7 +226,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         limit: int | None,
     ) -> Iterator[CheckpointTuple]:
         remaining = limit
-        memo: dict[ObjectId, Any] = {}
+        memo = store.Decoded()
         for key, given_thread in keys:
             with self._lock:
                 heads = store.read_heads(self.repo, key)
@@ -268,7 +268,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         key: ThreadKey,
         found: store.Stored,
         side: ObjectId | None,
-        memo: dict[ObjectId, Any] | None,
+        memo: store.Decoded | None,
         thread_id: Any = None,
         *,
         folders: Sequence[store.Stored] = (),

@@ -339,11 +339,75 @@ def metadata_of(repo: Repo, found: Stored, serde: SerializerProtocol) -> dict[st
     return dict(value) if isinstance(value, dict) else {}
 
 
+class Decoded:
+    """Items decoded during one ``list`` call, shared by the checkpoints it yields.
+
+    Each distinct item is decoded once; the items below a prolly root (shared by every
+    checkpoint until the next leaf closes) are split into channels once per root, so a
+    checkpoint's lists are its root's lists plus its few tail items, copied in C.
+    """
+
+    _ROOTS = 8
+
+    def __init__(self) -> None:
+        self.items: dict[ObjectId, tuple[str, Any]] = {}
+        self.roots: dict[ObjectId, dict[str, list[Any]]] = {}
+
+    def decode(
+        self, repo: Repo, ids: Sequence[ObjectId], serde: SerializerProtocol
+    ) -> list[tuple[str, Any]]:
+        """The ``(channel, value)`` of each item id (decoding those not seen yet)."""
+        items = self.items
+        wanted = [i for i in dict.fromkeys(ids) if i not in items]
+        if wanted:
+            docs = repo.objects.load_values(wanted)
+            for object_id in wanted:
+                doc = docs[object_id]
+                if not isinstance(doc, Doc):
+                    raise CorruptObject(to_hex(object_id), "a list item must be a document")
+                items[object_id] = (item_channel(doc.value), item_value(doc.value, serde))
+        return [items[i] for i in ids]
+
+    def below(self, repo: Repo, root: ObjectId, serde: SerializerProtocol) -> dict[str, list[Any]]:
+        """The items under prolly root ``root``, by channel (do not mutate the lists)."""
+        cached = self.roots.get(root)
+        if cached is None:
+            cached = {}
+            for channel, value in self.decode(repo, prolly.items(repo.objects, root), serde):
+                cached.setdefault(channel, []).append(value)
+            if len(self.roots) >= self._ROOTS:
+                del self.roots[next(iter(self.roots))]
+            self.roots[root] = cached
+        return cached
+
+
+def _shared_lists(
+    repo: Repo, found: Stored, serde: SerializerProtocol, memo: Decoded, lists: dict[str, int]
+) -> dict[str, list[Any]]:
+    snap = found.snapshot(repo.objects)
+    below = memo.below(repo, snap.messages, serde)
+    tail: dict[str, list[Any]] = {}
+    for channel, value in memo.decode(repo, snap.tail, serde):
+        tail.setdefault(channel, []).append(value)
+    unknown = (set(below) | set(tail)) - set(lists)
+    if unknown:
+        raise CorruptObject(
+            to_hex(found.commit_id), f"list item of unknown channel {sorted(unknown)[0]!r}"
+        )
+    result = {name: below.get(name, []) + tail.get(name, []) for name in lists}
+    for name, count in lists.items():
+        if len(result[name]) != count:
+            raise CorruptObject(
+                to_hex(found.commit_id), f"list channel {name!r} should hold {count} items"
+            )
+    return result
+
+
 def list_items(
     repo: Repo,
     found: Stored,
     serde: SerializerProtocol,
-    memo: dict[ObjectId, Any] | None,
+    memo: Decoded | None,
     ids_out: dict[str, list[ObjectId]] | None = None,
 ) -> dict[str, list[Any]]:
     """Decode a checkpoint's list channels (``memo`` shares decoded items between calls).
@@ -353,29 +417,21 @@ def list_items(
     lists = channels_of_lists(repo, found)
     if not lists:
         return {}
+    if memo is not None:
+        return _shared_lists(repo, found, serde, memo, lists)
     result: dict[str, list[Any]] = {name: [] for name in lists}
     snap = found.snapshot(repo.objects)
     ids = [*prolly.items(repo.objects, snap.messages), *snap.tail]
-    wanted = [i for i in dict.fromkeys(ids) if memo is None or i not in memo]
-    docs = repo.objects.load_values(wanted)
-    decoded: dict[ObjectId, tuple[str, Any]] = {}
+    docs = repo.objects.load_values(dict.fromkeys(ids))
     for object_id in ids:
-        cached = memo.get(object_id) if memo is not None else None
-        if cached is None:
-            pair = decoded.get(object_id)
-            if pair is None or memo is None:
-                doc = docs[object_id]
-                if not isinstance(doc, Doc):
-                    raise CorruptObject(to_hex(object_id), "a list item must be a document")
-                pair = (item_channel(doc.value), item_value(doc.value, serde))
-                decoded[object_id] = pair
-                if memo is not None:
-                    memo[object_id] = pair
-            cached = pair
-        channel, value = cached
+        # Decoded per occurrence: an item that appears twice must be two objects.
+        doc = docs[object_id]
+        if not isinstance(doc, Doc):
+            raise CorruptObject(to_hex(object_id), "a list item must be a document")
+        channel = item_channel(doc.value)
         if channel not in result:
             raise CorruptObject(to_hex(object_id), f"list item of unknown channel {channel!r}")
-        result[channel].append(value)
+        result[channel].append(item_value(doc.value, serde))
         if ids_out is not None:
             ids_out.setdefault(channel, []).append(object_id)
     for name, count in lists.items():
@@ -398,7 +454,7 @@ def channel_values(
     repo: Repo,
     found: Stored,
     serde: SerializerProtocol,
-    memo: dict[ObjectId, Any] | None = None,
+    memo: Decoded | None = None,
     ids_out: dict[str, list[ObjectId]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[Any]]]:
     """Decode every channel value of a checkpoint; also return the list channels alone."""
@@ -759,6 +815,7 @@ __all__ = [
     "KIND_WRITES",
     "Built",
     "Channels",
+    "Decoded",
     "Heads",
     "Log",
     "Stored",
