@@ -420,9 +420,17 @@ class Fingerprinter:
 
     def __call__(self, item: Any) -> bytes | None:
         """The item's fingerprint (``None``: it has none, so it always counts as changed)."""
+        kind = type(item)
         try:
+            if kind in _ROLES:
+                # LangChain's own messages (most items): one encoding of their fields.
+                return ormsgpack.packb(
+                    [-1 - _type_code(kind), item.__dict__, item.__pydantic_extra__],
+                    default=self._default,
+                    option=_FP_OPTIONS,
+                )
             return ormsgpack.packb(
-                [_type_code(type(item)), item], default=self._default, option=_FP_OPTIONS
+                [_type_code(kind), item], default=self._default, option=_FP_OPTIONS
             )
         except Exception:
             return None
