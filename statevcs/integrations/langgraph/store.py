@@ -8,10 +8,14 @@ One checkpoint is one commit (its parent: the parent checkpoint's commit) of a s
   documents and O(log n) tree nodes, whatever the thread's length;
 * other plain channel values are state values (the repository's serializer); the rest go
   through LangGraph's ``serde`` into extras (``value:<channel>``);
-* extras ``checkpoint`` holds the checkpoint minus its values (ids, versions, versions seen),
-  ``lists`` the list channels' lengths, ``writes`` the pending writes;
-* commit metadata holds ``langgraph`` (checkpoint id, parent checkpoint id, thread, namespace,
-  run id) and LangGraph's checkpoint ``metadata`` when it is JSON (else it is in extras).
+* the commit's ``langgraph`` metadata holds the checkpoint id, the parent checkpoint id and
+  the checkpoint minus its values as JSON text (``cp``: ts is the commit's timestamp; ``cpt``:
+  with its ts; extras ``checkpoint`` if not plain JSON); ``metadata`` holds LangGraph's
+  checkpoint metadata when it is JSON (else it is in extras);
+* extras ``lists`` holds the list channels' lengths; ``pw`` the parent checkpoint's pending
+  writes, folded in when this checkpoint was put as the parent's lead child (flag ``pw`` in
+  the commit: 1 with writes, 0 without); writes not folded yet live in side commits
+  (``writes``, kind ``langgraph.writes``) on ``refs/langgraph/writes/...``.
 
 Nothing here writes: functions return objects and ref updates for one atomic ``refs.update``.
 """
