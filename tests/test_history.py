@@ -192,7 +192,7 @@ def test_a_short_log_does_not_read_the_whole_history(tmp_path: Path) -> None:
 def test_a_repository_from_before_the_index_is_indexed_when_opened(tmp_path: Path) -> None:
     expected = _linear_sqlite_repo(str(tmp_path / "r"), 200)
     db = sqlite3.connect(tmp_path / "r" / "statevcs.sqlite3")
-    db.execute("DROP TABLE parents")
+    db.execute("ALTER TABLE objects DROP COLUMN parents")  # as written by statevcs 0.1
     db.commit()
     db.close()
     with Repo.open(tmp_path / "r") as repo:
@@ -204,12 +204,12 @@ def test_a_repository_from_before_the_index_is_indexed_when_opened(tmp_path: Pat
 def test_a_wrong_parents_index_costs_queries_never_a_wrong_history(tmp_path: Path) -> None:
     expected = _linear_sqlite_repo(str(tmp_path / "r"), 100)
     db = sqlite3.connect(tmp_path / "r" / "statevcs.sqlite3")
-    # Point every commit at every other object, and drop half of the true rows.
+    # Drop about half of the true values, and point the rest at unrelated objects.
     ids = [row[0] for row in db.execute("SELECT id FROM objects")]
-    db.execute("DELETE FROM parents WHERE substr(child, 1, 1) < x'80'")
-    db.executemany(
-        "INSERT OR IGNORE INTO parents (child, parent) VALUES (?, ?)",
-        [(a, b) for a in ids[:50] for b in ids[:50]],
+    db.execute("UPDATE objects SET parents = NULL WHERE substr(id, 1, 1) < x'80'")
+    db.execute(
+        "UPDATE objects SET parents = ? WHERE parents IS NOT NULL AND substr(id, 1, 1) < x'c0'",
+        (ids[0] + ids[1],),
     )
     db.commit()
     db.close()
@@ -217,19 +217,3 @@ def test_a_wrong_parents_index_costs_queries_never_a_wrong_history(tmp_path: Pat
         assert [c.id for c in repo.log()] == expected
         assert [c.message for c in repo.log(limit=3)] == ["c99", "c98", "c97"]
         assert repo.merge_base("main", "main~40") == expected[40]
-
-
-def test_gc_removes_the_index_rows_of_the_commits_it_deletes(tmp_path: Path) -> None:
-    _linear_sqlite_repo(str(tmp_path / "r"), 20)
-    with Repo.open(tmp_path / "r") as repo:
-        repo.branch("side", "main~5")
-        repo.reset("main", "main~10")
-        repo.delete_branch("side")
-        repo.gc(grace="0s", expire_reflog="0s")
-        assert len(list(repo.log())) == 10
-    db = sqlite3.connect(tmp_path / "r" / "statevcs.sqlite3")
-    children = {row[0] for row in db.execute("SELECT child FROM parents")}
-    objects = {row[0] for row in db.execute("SELECT id FROM objects")}
-    db.close()
-    assert children <= objects
-    assert len(children) == 9
