@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
-import random
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -19,7 +17,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reliability.harness import count, start_worker
-from reliability.workers import dict_digest
 
 from statevcs import Repo
 from statevcs.errors import RefConflict, RepositoryError, RepositoryExists, RepositoryNotFound
@@ -30,7 +27,6 @@ WRITERS = 8
 S3_COMMITS = count("S3_COMMITS", 10)
 """Commits per writer process (the issue's long run: STATEVCS_RELIABILITY_S3_COMMITS=100)."""
 S3_GC_COMMITS = count("S3_GC_COMMITS", 30)
-S3_KILLS = count("S3_KILLS", 10)
 
 
 class TestS3Store(StoreContract):
@@ -417,38 +413,6 @@ def test_a_gc_loop_on_another_host_never_leaves_a_ref_to_a_missing_object(
         assert collector.returncode == 0
         assert a.fsck().problems == ()
     print(f"\nS3: {S3_GC_COMMITS} commits against a gc loop ({out.strip()})")
-
-
-def test_sigkill_during_s3_commits_loses_no_acknowledged_commit(
-    s3_url: str, tmp_path: Path
-) -> None:
-    Repo.init(s3_url).close()
-    rng = random.Random("s3-kills")
-    acknowledged: list[tuple[str, str]] = []
-    env = {**os.environ, "STATEVCS_CACHE_DIR": str(tmp_path / "cache")}
-    for kill in range(S3_KILLS):
-        child = start_worker("commit-loop", s3_url, f"k{kill}", stdout=subprocess.PIPE, env=env)
-        assert child.stdout is not None
-        assert child.stdout.readline() == "ready\n"
-        time.sleep(rng.uniform(0, 0.004) if kill % 5 == 0 else rng.uniform(0.05, 0.3))
-        child.send_signal(signal.SIGKILL)
-        rest = child.stdout.read()
-        child.wait()
-        assert child.returncode == -signal.SIGKILL
-        acknowledged += [(ln.split()[0], ln.split()[1]) for ln in rest.split("\n")[:-1]]
-    assert acknowledged
-    with Repo.open(s3_url) as repo:
-        for commit_id, expected in acknowledged:
-            snapshot = repo.show(commit_id)
-            assert dict_digest({"messages": snapshot.messages, **snapshot.state}) == expected
-        history = [c.id for c in repo.log("main")]
-        positions = {commit_id: n for n, commit_id in enumerate(reversed(history))}
-        order = [positions[commit_id] for commit_id, _ in acknowledged]
-        assert order == sorted(order)
-        assert repo.fsck().problems == ()
-        repo.gc("0")
-        after = repo.fsck()
-        assert after.problems == () and after.dangling == 0
 
 
 # --- document reads: one per operation, a window only when asked for ---------------------------
