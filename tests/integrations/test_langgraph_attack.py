@@ -608,3 +608,36 @@ def test_deleted_thread_leaves_no_ref_behind() -> None:
     left = saver.repo.refs.as_hex()
     assert not any("gone" in name for name in left)
     assert set(left) - set(keep) == {"refs/heads/threads/other"}
+
+
+def test_serde_fast_message_path_builds_what_validation_builds() -> None:
+    """Messages the default serde rebuilds without validation equal LangGraph's, field sets too."""
+    from langchain_core.messages import SystemMessage, ToolMessage
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+    from langgraph.checkpoint.serde.types import _DeltaSnapshot
+
+    from statevcs.integrations.langgraph.codec import safe_serializer
+
+    messages = [
+        HumanMessage("hi", id="1", name="x", additional_kwargs={"a": [1]}),
+        AIMessage(
+            "yo",
+            id="2",
+            tool_calls=[{"name": "f", "args": {"x": 1}, "id": "c1"}],
+            usage_metadata={"input_tokens": 1, "output_tokens": 2, "total_tokens": 3},
+        ),
+        AIMessage([{"type": "text", "text": "a"}], response_metadata={"m": 1}),
+        ToolMessage("r", tool_call_id="c1", artifact={"z": 1}, status="error"),
+        SystemMessage("s"),
+    ]
+    ours, theirs = safe_serializer(), JsonPlusSerializer()
+    for value in (messages, {"m": messages}, _DeltaSnapshot(messages)):
+        data = ours.dumps_typed(value)
+        fast, slow, again = ours.loads_typed(data), theirs.loads_typed(data), ours.loads_typed(data)
+        assert type(fast) is type(slow)
+        unpack = {list: lambda v: v, dict: lambda v: v["m"], _DeltaSnapshot: lambda v: v.value}
+        get = unpack[type(fast)]
+        for a, b, c in zip(get(fast), get(slow), get(again), strict=True):
+            assert type(a) is type(b) and a == b and a.__dict__ == b.__dict__
+            assert a.model_fields_set == b.model_fields_set
+            assert a is not c and a.additional_kwargs is not c.additional_kwargs

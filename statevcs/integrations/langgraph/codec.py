@@ -33,7 +33,12 @@ from langchain_core.messages import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.jsonplus import (
+    EXT_DELTA_SNAPSHOT,
+    EXT_PYDANTIC_V2,
+    JsonPlusSerializer,
+)
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from pydantic import BaseModel
 
 from ...errors import CorruptObject
@@ -472,7 +477,17 @@ class SafeSerializer(JsonPlusSerializer):
         found: list[str] = []
         _BLOCKED.found = found
         try:
-            value = super().loads_typed(data)
+            if (
+                isinstance(data, tuple)
+                and len(data) == 2
+                and data[0] == "msgpack"
+                and not self._custom_unpack_ext_hook
+            ):
+                value = ormsgpack.unpackb(
+                    data[1], ext_hook=self._fast_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS
+                )
+            else:
+                value = super().loads_typed(data)
         finally:
             _BLOCKED.found = outer
         if found:
@@ -483,6 +498,38 @@ class SafeSerializer(JsonPlusSerializer):
                 f"saver = saver.with_allowlist([{pair!r}])"
             )
         return value
+
+    def _fast_ext_hook(self, code: int, data: bytes) -> Any:
+        # Messages (most of a thread's bytes) skip pydantic validation: their fields are a
+        # validated message's model_dump, which _construct rebuilds equal, field for field.
+        if code == EXT_PYDANTIC_V2:
+            try:
+                parts = ormsgpack.unpackb(
+                    data, ext_hook=self._fast_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS
+                )
+            except Exception:
+                return self._unpack_ext_hook(code, data)
+            if isinstance(parts, list) and len(parts) == 4 and isinstance(parts[2], dict):
+                cls = _DUMPED.get((parts[0], parts[1]))
+                if cls is not None:
+                    try:
+                        return _construct(cls, parts[2])
+                    except Exception:
+                        pass
+            return self._unpack_ext_hook(code, data)
+        if code == EXT_DELTA_SNAPSHOT:
+            return _DeltaSnapshot(
+                ormsgpack.unpackb(
+                    data, ext_hook=self._fast_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS
+                )
+            )
+        return self._unpack_ext_hook(code, data)
+
+
+# (module, class name) as the msgpack encoder names a message -> the message class.
+_DUMPED: dict[tuple[str, str], type[BaseMessage]] = {
+    (cls.__module__, cls.__name__): cls for cls in _ROLES
+}
 
 
 def safe_serializer(allowed: Iterable[tuple[str, ...] | type] | None = None) -> SafeSerializer:
