@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -35,8 +36,10 @@ def _start_all(
             go,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            # A cache folder per process: on S3 each writer is another machine.
+            env={**os.environ, "STATEVCS_CACHE_DIR": str(tmp_path / f"cache-{n}")},
         )
-        for branch, name in jobs
+        for n, (branch, name) in enumerate(jobs)
     ]
     time.sleep(0.5)  # let every interpreter start, so the writers really race
     go.touch()

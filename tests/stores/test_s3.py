@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import subprocess
@@ -23,9 +22,6 @@ from statevcs.errors import RefConflict, RepositoryError, RepositoryExists, Repo
 from statevcs.stores.s3 import S3Location, S3Store, parse_s3_url
 from statevcs.testing import StoreContract
 
-WRITERS = 8
-S3_COMMITS = count("S3_COMMITS", 10)
-"""Commits per writer process (the issue's long run: STATEVCS_RELIABILITY_S3_COMMITS=100)."""
 S3_GC_COMMITS = count("S3_GC_COMMITS", 30)
 
 
@@ -321,69 +317,6 @@ def test_the_command_line_opens_an_s3_repository(s3_url: str) -> None:
 
 
 # --- many hosts, one history (processes with separate caches) ----------------------------
-
-
-def _run_writers(url: str, folder: Path, command: str, jobs: list[tuple[str, str]]) -> list[str]:
-    go = folder / "go"
-    children = []
-    for n, (branch, name) in enumerate(jobs):
-        # A cache folder per process: each is another machine.
-        env = {**os.environ, "STATEVCS_CACHE_DIR": str(folder / f"cache-{n}")}
-        children.append(
-            start_worker(
-                command, url, branch, name, S3_COMMITS, go,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-            )
-        )  # fmt: skip
-    time.sleep(0.5)
-    go.touch()
-    outputs = []
-    for child in children:
-        out, err = child.communicate(timeout=600)
-        assert child.returncode == 0, f"a writer failed ({child.returncode}):\n{err[-3000:]}"
-        outputs.append(out)
-    return outputs
-
-
-def test_writers_on_many_hosts_on_one_branch_keep_a_linear_history(
-    s3_url: str, tmp_path: Path
-) -> None:
-    with Repo.init(s3_url) as repo:
-        repo.commit({"messages": []}, message="root")
-    names = [f"w{n}" for n in range(WRITERS)]
-    started = time.monotonic()
-    outputs = _run_writers(s3_url, tmp_path, "retry-writer", [("main", n) for n in names])
-    elapsed = time.monotonic() - started
-    with Repo.open(s3_url) as repo:
-        history = list(repo.log("main", all_parents=True))
-        assert len(history) == WRITERS * S3_COMMITS + 1
-        for newer, older in itertools.pairwise(history):
-            assert newer.parents == (older.id,)
-        contents = [m["content"] for m in repo.show("main").messages]
-        assert sorted(contents) == sorted(f"{n} {i}" for n in names for i in range(S3_COMMITS))
-        assert repo.fsck().problems == ()
-    conflicts = sum(int(out.split()[1]) for out in outputs)
-    print(f"\nS3: {WRITERS}x{S3_COMMITS} commits, {conflicts} conflicts retried, {elapsed:.1f}s")
-
-
-def test_writers_on_many_hosts_on_separate_branches_share_objects(
-    s3_url: str, tmp_path: Path
-) -> None:
-    prefix = [{"role": "user", "content": f"shared {i} " + "p" * 500} for i in range(50)]
-    with Repo.init(s3_url) as repo:
-        repo.commit({"messages": prefix}, message="shared prefix")
-        single = repo.stats().bytes_stored
-    names = [f"b{n}" for n in range(WRITERS)]
-    _run_writers(s3_url, tmp_path, "branch-writer", [(n, n) for n in names])
-    with Repo.open(s3_url) as repo:
-        for name in names:
-            snapshot = repo.show(name)
-            assert snapshot.messages[:50] == prefix
-            assert len(list(repo.log(name))) == S3_COMMITS + 1
-        stats = repo.stats()
-        assert repo.fsck().problems == ()
-    per_commit = (stats.bytes_stored - single) / (WRITERS * S3_COMMITS)
-    assert per_commit < 3_000, f"{per_commit:.0f} bytes stored per commit"
 
 
 def test_a_gc_loop_on_another_host_never_leaves_a_ref_to_a_missing_object(
