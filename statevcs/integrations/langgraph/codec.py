@@ -16,8 +16,10 @@ something else.
 from __future__ import annotations
 
 import math
+import operator
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import ormsgpack
@@ -396,53 +398,196 @@ def _type_code(kind: type) -> int:
     return code
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+# What msgpack stores as raw bytes (bytes, bytearray and memoryview all alike), or as an
+# extension a value could forge: a fingerprint holding one proves nothing about its type.
+_RAW = (bytes, bytearray, memoryview, ormsgpack.Ext)
+_MESSAGE_KINDS = frozenset(_ROLES)
+_FIELDS = operator.attrgetter("__dict__")
+_EXTRA = operator.attrgetter("__pydantic_extra__")
+_TYPE_EQ = type.__eq__
+
+
+def _raw_inside(value: Any) -> bool:
+    """Whether msgpack encodes some part of ``value`` natively as raw bytes or an extension.
+
+    Follows what :class:`Fingerprinter` encodes natively (exact lists, dicts, tuples and
+    pydantic models' fields); everything else goes through the serde, which keeps its type.
+    Call it only on a value msgpack encoded already (so it holds no cycle).
+    """
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind in _SCALARS:
+            continue
+        if kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind is dict:
+            stack.extend(item.values())
+        elif isinstance(item, _RAW):
+            return True
+        elif isinstance(item, BaseModel):
+            stack.append(item.__dict__)
+            stack.append(item.__pydantic_extra__)
+    return False
+
+
+def _header(count: int) -> int:
+    """Length of msgpack's header of an array of ``count`` items."""
+    return 1 if count < 16 else 3 if count < 0x10000 else 5
+
+
+@dataclass(frozen=True, slots=True)
+class ListPrint:
+    """The fingerprint of a whole list: equal prefixes mean equal leading items, exactly.
+
+    ``kinds`` holds each item's class (compared by identity: classes whose metaclass
+    redefines ``==`` get no print); ``body`` and ``extras``
+    the concatenated msgpack encodings of each item's fields and pydantic extras (msgpack is
+    self-delimiting, so a prefix of the bytes is the encoding of a prefix of the items).
+    ``tagged``: raw bytes were found, so each item was encoded alone with its bytes tagged
+    by type (slower, Python per item); prints of different modes never match.
+    """
+
+    kinds: tuple[type, ...]
+    body: bytes
+    extras: bytes
+    tagged: bool
+
+    @property
+    def count(self) -> int:
+        """Number of items."""
+        return len(self.kinds)
+
+    def extends(self, old: ListPrint) -> bool:
+        """Whether the first ``old.count`` items are exactly the items ``old`` was taken of."""
+        if not old.kinds:
+            return True
+        return (
+            self.tagged == old.tagged
+            and self.kinds[: len(old.kinds)] == old.kinds
+            and self.body.startswith(old.body)
+            and self.extras.startswith(old.extras)
+        )
+
+
+EMPTY_PRINT = ListPrint((), b"", b"", False)
+"""The fingerprint of an empty list."""
+
+
 class Fingerprinter:
     """Exact, cheap fingerprints of list items: equal bytes mean the item stores the same.
 
     A fingerprint is a msgpack encoding that keeps what JSON loses: bool, int and float
-    differ; tuples, subclasses, pydantic models (messages) carry their class; other values
-    are the serde's own encoding. Fingerprints are bytes, so nothing the caller mutates later
-    can change one already taken (the saver compares new items against them, never against
-    the live objects it was once given).
+    differ; tuples, subclasses, pydantic models (messages) carry their class; raw bytes their
+    type; other values are the serde's own encoding. Fingerprints are bytes, so nothing the
+    caller mutates later can change one already taken (the saver compares new items against
+    them, never against the live objects it was once given).
     """
 
     def __init__(self, serde: SerializerProtocol) -> None:
         self._serde = serde
+        self.items_scanned = 0
+        """Items walked in Python so far (a cost counter: new items, not the whole list)."""
+
+    def _pack(self, value: Any) -> bytes:
+        return ormsgpack.packb(value, default=self._default, option=_FP_OPTIONS)
 
     def _default(self, value: Any) -> Any:
         kind = type(value)
         if isinstance(value, BaseModel):
             body: Any = [_type_code(kind), value.__dict__, value.__pydantic_extra__]
-            return ormsgpack.Ext(
-                1, ormsgpack.packb(body, default=self._default, option=_FP_OPTIONS)
-            )
+            return ormsgpack.Ext(1, self._pack(body))
         if kind is tuple:
-            return ormsgpack.Ext(
-                2, ormsgpack.packb(list(value), default=self._default, option=_FP_OPTIONS)
-            )
+            return ormsgpack.Ext(2, self._pack(list(value)))
         tag, data = self._serde.dumps_typed(value)
         return ormsgpack.Ext(3, ormsgpack.packb([_type_code(kind), tag, data]))
+
+    def _tag(self, value: Any) -> Any:
+        """``value`` with raw bytes tagged by type (a copy of its native containers)."""
+        kind = type(value)
+        if kind in _SCALARS:
+            return value
+        if kind is list:
+            return [self._tag(v) for v in value]
+        if kind is dict:
+            return {k: self._tag(v) for k, v in value.items()}
+        if kind is tuple:
+            return ormsgpack.Ext(2, self._pack([self._tag(v) for v in value]))
+        if kind is bytes:
+            return ormsgpack.Ext(4, value)
+        if kind is bytearray:
+            return ormsgpack.Ext(5, bytes(value))
+        if kind is memoryview or kind is ormsgpack.Ext:
+            raise TypeError("no exact fingerprint")
+        if isinstance(value, BaseModel):
+            body = [
+                _type_code(kind),
+                self._tag(value.__dict__),
+                self._tag(value.__pydantic_extra__),
+            ]
+            return ormsgpack.Ext(1, self._pack(body))
+        return value  # a subclass or another type: the serde's encoding, with its class
 
     def __call__(self, item: Any) -> bytes | None:
         """The item's fingerprint (``None``: it has none, so it always counts as changed)."""
         kind = type(item)
         try:
-            if kind in _ROLES:
+            payload: list[Any] = (
                 # LangChain's own messages (most items): one encoding of their fields.
-                return ormsgpack.packb(
-                    [-1 - _type_code(kind), item.__dict__, item.__pydantic_extra__],
-                    default=self._default,
-                    option=_FP_OPTIONS,
-                )
-            return ormsgpack.packb(
-                [_type_code(kind), item], default=self._default, option=_FP_OPTIONS
+                [-1 - _type_code(kind), item.__dict__, item.__pydantic_extra__]
+                if kind in _ROLES
+                else [_type_code(kind), item]
             )
+            data = self._pack(payload)  # first: it fails on a cycle, which the walk would not
+            self.items_scanned += 1
+            if _raw_inside(payload):
+                data = self._pack(self._tag(payload))
+            return data
         except Exception:
             return None
 
     def many(self, items: Iterable[Any]) -> list[bytes | None]:
         """Fingerprints of ``items``, in order."""
         return [self(item) for item in items]
+
+    def of_list(
+        self, items: Sequence[Any], parent: ListPrint | None = None
+    ) -> tuple[ListPrint | None, bool]:
+        """The fingerprint of a whole list, and whether it extends ``parent``'s.
+
+        One msgpack encoding of every item's fields (in C: no Python per item); only the
+        items after a matching ``parent`` prefix are walked for raw bytes. ``None``: some
+        item has no fingerprint (the list always counts as changed).
+        """
+        kinds = tuple(map(type, items))
+        classes = frozenset(kinds)
+        if not all(type(c).__eq__ is _TYPE_EQ for c in classes):
+            return None, False
+        if parent is None or not parent.tagged:
+            if _MESSAGE_KINDS.issuperset(classes):
+                fields: list[Any] = list(map(_FIELDS, items))
+                extra: list[Any] = list(map(_EXTRA, items))
+            else:
+                fields = [i.__dict__ if type(i) in _ROLES else i for i in items]
+                extra = [i.__pydantic_extra__ if type(i) in _ROLES else None for i in items]
+            try:
+                body = self._pack(fields)[_header(len(items)) :]
+                extras = self._pack(extra)[_header(len(items)) :]
+            except Exception:
+                return None, False
+            made = ListPrint(kinds, body, extras, False)
+            kept = parent is not None and made.extends(parent)
+            start = parent.count if kept and parent is not None else 0
+            self.items_scanned += len(items) - start
+            if not any(_raw_inside((fields[i], extra[i])) for i in range(start, len(items))):
+                return made, kept
+        parts = self.many(items)
+        if None in parts:
+            return None, False
+        made = ListPrint(kinds, b"".join(parts), b"", True)  # type: ignore[arg-type]
+        return made, parent is not None and made.extends(parent)
 
 
 # --- the default serde ---------------------------------------------------------------------
@@ -538,7 +683,9 @@ def safe_serializer(allowed: Iterable[tuple[str, ...] | type] | None = None) -> 
 
 
 __all__ = [
+    "EMPTY_PRINT",
     "Fingerprinter",
+    "ListPrint",
     "SafeSerializer",
     "is_plain",
     "item_channel",

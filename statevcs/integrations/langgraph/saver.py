@@ -7,7 +7,7 @@ import builtins
 import os
 import threading
 import uuid
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,10 +34,22 @@ from ...objects import CommitObject, Doc
 from ...objects import decode as decode_object
 from ...refs import MAX_REF_NAME_LENGTH
 from ...repo import MEMORY_URL, Repo
-from ...snapshot import MessageBase, Snapshot
+from ...serializers import serializer_for
+from ...snapshot import MessageBase, Snapshot, message_ids_from, read_values
 from ...stores.base import RefUpdate
+from ...structures.maps import read_map
 from . import store
-from .codec import Fingerprinter, is_plain, item_value, safe_serializer, unwrap, wrap_writes
+from .codec import (
+    EMPTY_PRINT,
+    Fingerprinter,
+    ListPrint,
+    is_plain,
+    item_channel,
+    item_value,
+    safe_serializer,
+    unwrap,
+    wrap_writes,
+)
 from .errors import InvalidCheckpointConfig, LangGraphError, ThreadExists
 from .names import (
     BRANCH_ROOT,
@@ -51,11 +63,13 @@ from .names import (
 )
 
 _ATTEMPTS = 16
-_CACHE = 64
-_ID_PRINTS = 200_000
+_CACHE = 32
+_VIEWS = 32
+_DERIVED = 4096
+_CHAIN = 16
 _T = TypeVar("_T")
-Prints = tuple[bytes | None, ...]
-"""Fingerprints of a list channel's stored items, in order."""
+Prints = ListPrint | None
+"""The fingerprint of a list channel's stored items (``None``: unknown, counts as changed)."""
 
 
 class UnknownStrategy(LangGraphError, ValueError):
@@ -88,13 +102,16 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         self.repo: Repo = repo
         """The repository the checkpoints live in."""
         self._lock = threading.RLock()
-        # commit -> list channel -> fingerprints of its stored items (bytes: what was stored,
+        # commit -> list channel -> fingerprint of its stored items (bytes: what was stored,
         # whatever the caller does to the objects it passed or got back).
         self._prints: OrderedDict[ObjectId, dict[str, Prints]] = OrderedDict()
-        # commit -> list channel -> its items' document ids (for checkpoints only read).
-        self._item_ids: OrderedDict[ObjectId, dict[str, tuple[ObjectId, ...]]] = OrderedDict()
-        # item document id -> the fingerprint of the item it decodes to.
-        self._id_prints: OrderedDict[ObjectId, bytes | None] = OrderedDict()
+        # branch -> the list items get_tuple last decoded for it, with their fingerprints then.
+        self._views: OrderedDict[str, _View] = OrderedDict()
+        # commit -> (parent commit, items appended to the parent's list log): what put built.
+        # Commits are content-addressed, so this stays true whoever moves the refs.
+        self._derived: OrderedDict[ObjectId, tuple[ObjectId, int]] = OrderedDict()
+        # Items decoded from storage / walked in Python (cost counters, for tests).
+        self._counts: Counter[str] = Counter()
 
     @classmethod
     @contextmanager
@@ -162,15 +179,8 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             if found is None:
                 return None
             side = self.repo.refs.get(key.writes_ref(found.checkpoint_id))
-            ids: dict[str, builtins.list[ObjectId]] = {}
-            result, _lists = self._tuple(key, found, side, None, folders=folders, ids_out=ids)
-            if found.commit_id not in self._prints:
-                # The items' fingerprints are taken only if a put needs them, from their
-                # stored documents (never from the objects handed out, which may change).
-                self._item_ids[found.commit_id] = {n: tuple(v) for n, v in ids.items()}
-                self._item_ids.move_to_end(found.commit_id)
-                while len(self._item_ids) > _CACHE:
-                    self._item_ids.popitem(last=False)
+            lists = self._view_lists(key, found)
+            result, _lists = self._tuple(key, found, side, None, folders=folders, lists=lists)
             return result
 
     def list(
@@ -272,10 +282,14 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         thread_id: Any = None,
         *,
         folders: Sequence[store.Stored] = (),
-        ids_out: dict[str, builtins.list[ObjectId]] | None = None,
+        lists: dict[str, builtins.list[Any]] | None = None,
     ) -> tuple[CheckpointTuple, dict[str, builtins.list[Any]]]:
         repo = self.repo
-        values, lists = store.channel_values(repo, found, self.serde, memo, ids_out)
+        if lists is None:
+            values, lists = store.channel_values(repo, found, self.serde, memo)
+        else:
+            values = self._other_values(found)
+            values.update(lists)
         checkpoint = store.checkpoint_doc(repo, found, self.serde)
         writes = store.writes_of(repo, found, folders, side)
         thread = key.thread_id if thread_id is None else thread_id
@@ -300,33 +314,119 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             self._prints.popitem(last=False)
 
     def _parent_prints(self, parent: store.Stored) -> dict[str, Prints]:
-        """Fingerprints of a checkpoint's stored list items (decoded from storage if not cached)."""
+        """Fingerprints of a checkpoint's stored lists (decoded from storage if not cached)."""
         cached = self._prints.get(parent.commit_id)
-        ids = self._item_ids.get(parent.commit_id)
-        if cached is None and ids is not None:
-            cached = {name: self._prints_of(items) for name, items in ids.items()}
-            self._remember(parent.commit_id, cached)
         if cached is None:
             fingerprint = Fingerprinter(self.serde)
             lists = store.list_items(self.repo, parent, self.serde, None)
-            cached = {name: tuple(fingerprint.many(items)) for name, items in lists.items()}
+            self._counts["decoded"] += sum(map(len, lists.values()))
+            cached = {name: fingerprint.of_list(items)[0] for name, items in lists.items()}
+            self._counts["scanned"] += fingerprint.items_scanned
             self._remember(parent.commit_id, cached)
         return cached
 
-    def _prints_of(self, ids: Sequence[ObjectId]) -> Prints:
-        """Fingerprints of stored items by document id (each decoded afresh once, then cached)."""
-        missing = [i for i in dict.fromkeys(ids) if i not in self._id_prints]
-        if missing:
+    def _other_values(self, found: store.Stored) -> dict[str, Any]:
+        """A checkpoint's channel values other than its lists (as ``store.channel_values``)."""
+        db = self.repo.objects
+        snap = found.snapshot(db)
+        values: dict[str, Any] = {}
+        state_entries = read_map(db, snap.state)
+        if state_entries:
+            codec = serializer_for(snap.state_codec, self.repo.serializer)
+            values.update(read_values(db, state_entries, codec))
+        for key, doc in found.extras(db).items():
+            if key.startswith(store.VALUE_PREFIX):
+                name = key[len(store.VALUE_PREFIX) :]
+                values[name] = unwrap(doc, self.serde, f"channel {name!r}")
+        return values
+
+    def _view_lists(self, key: ThreadKey, found: store.Stored) -> dict[str, builtins.list[Any]]:
+        """A checkpoint's list channels, decoding only the items the thread's view lacks.
+
+        The view holds the items last returned for this thread and their fingerprints taken
+        when they were decoded: they are handed out again only if they still match (callers
+        and nodes may change them in place), and only for a commit whose list log is the
+        view's plus appended items (known from what put built). Else: decoded from storage.
+        """
+        counts = store.channels_of_lists(self.repo, found)
+        view = self._views.get(key.branch)
+        lists = self._extend_view(found, counts, view) if view is not None else None
+        if lists is None:
+            lists = store.list_items(self.repo, found, self.serde, None)
+            self._counts["decoded"] += sum(map(len, lists.values()))
             fingerprint = Fingerprinter(self.serde)
-            docs = self.repo.objects.load_values(missing)
-            for object_id in missing:
+            prints = {name: fingerprint.of_list(items)[0] for name, items in lists.items()}
+            self._counts["scanned"] += fingerprint.items_scanned
+            known = {name: p for name, p in prints.items() if p is not None}
+            if len(known) == len(prints):
+                view = _View(found.commit_id, lists, known, sum(counts.values()))
+                if found.commit_id not in self._prints:
+                    self._remember(found.commit_id, dict(prints))
+            else:
+                view = None
+        if view is None:
+            self._views.pop(key.branch, None)
+        else:
+            self._views[key.branch] = view
+            self._views.move_to_end(key.branch)
+            while len(self._views) > _VIEWS:
+                self._views.popitem(last=False)
+        return {name: builtins.list(items) for name, items in lists.items()}
+
+    def _extend_view(
+        self, found: store.Stored, counts: Mapping[str, int], view: _View
+    ) -> dict[str, builtins.list[Any]] | None:
+        """``found``'s lists from ``view`` plus its appended items (``None``: cannot)."""
+        appended = 0
+        current = found.commit_id
+        for _step in range(_CHAIN):
+            if current == view.commit_id:
+                break
+            step = self._derived.get(current)
+            if step is None:
+                return None
+            current, added = step
+            appended += added
+        else:
+            return None
+        if current != view.commit_id or not view.lists.keys() <= counts.keys():
+            return None
+        new: dict[str, builtins.list[Any]] = {}
+        if appended:
+            db = self.repo.objects
+            ids = message_ids_from(db, found.snapshot(db), view.length)
+            if len(ids) != appended:
+                return None
+            docs = self.repo.objects.load_values(dict.fromkeys(ids))
+            for object_id in ids:
+                # Decoded per occurrence: an item that appears twice must be two objects.
                 doc = docs[object_id]
                 if not isinstance(doc, Doc):
                     raise CorruptObject(to_hex(object_id), "a list item must be a document")
-                self._id_prints[object_id] = fingerprint(item_value(doc.value, self.serde))
-                if len(self._id_prints) > _ID_PRINTS:
-                    self._id_prints.popitem(last=False)
-        return tuple(self._id_prints[i] for i in ids)
+                new.setdefault(item_channel(doc.value), []).append(
+                    item_value(doc.value, self.serde)
+                )
+            self._counts["decoded"] += len(ids)
+        if not new.keys() <= counts.keys():
+            return None
+        lists: dict[str, builtins.list[Any]] = {}
+        prints: dict[str, ListPrint] = {}
+        fingerprint = Fingerprinter(self.serde)
+        for name, count in counts.items():
+            items = [*view.lists.get(name, ()), *new.get(name, ())]
+            if len(items) != count:
+                return None
+            made, kept = fingerprint.of_list(items, view.prints.get(name, EMPTY_PRINT))
+            if made is None or not kept:
+                return None  # an item was changed in place since it was decoded
+            lists[name] = items
+            prints[name] = made
+        self._counts["scanned"] += fingerprint.items_scanned
+        view.commit_id, view.lists, view.prints = found.commit_id, lists, prints
+        view.length += appended
+        if found.commit_id not in self._prints:
+            self._remember(found.commit_id, dict(prints))
+        return lists
 
     def _parent_items(self, parent: store.Stored, name: str) -> tuple[Any, ...]:
         lists = store.list_items(self.repo, parent, self.serde, None)
@@ -415,7 +515,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             objects_, update = self._side_update(key, cid, writes, note)
             extra_objects.update(objects_)
             extra_updates.append(update)
-        built, prints = self._build(
+        built, prints, appended = self._build(
             key, checkpoint, meta, new_versions, parent, parent_id, own, fold
         )
         if hidden is None:
@@ -446,6 +546,11 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             return False
         if prints is not None and hidden is None:
             self._remember(built.commit_id, prints)
+        if appended is not None and parent is not None and hidden is None:
+            self._derived[built.commit_id] = (parent.commit_id, appended)
+            self._derived.move_to_end(built.commit_id)
+            while len(self._derived) > _DERIVED:
+                self._derived.popitem(last=False)
         return True
 
     def _apply(self, updates: Sequence[RefUpdate], objects: Mapping[ObjectId, bytes]) -> bool:
@@ -469,8 +574,9 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         parent_id: str | None,
         own_writes: store.Writes,
         fold: store.Writes | None,
-    ) -> tuple[store.Built, dict[str, Prints] | None]:
-        """Encode a checkpoint's commit; also return its list items' fingerprints (if known)."""
+    ) -> tuple[store.Built, dict[str, Prints] | None, int | None]:
+        """Encode a checkpoint's commit; also return its lists' fingerprints (if known) and
+        how many items it appended to its parent's list log (``None``: written again)."""
         repo, serde = self.repo, self.serde
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
@@ -528,17 +634,26 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             self._parent_prints(parent) if parent is not None and old.lists else {}
         )
         found: dict[str, Prints] = {}
+        kept: dict[str, int] = {}
         for name in lists:
             if name in reused_lists:
                 if name in before:
                     found[name] = before[name]
-            else:
-                found[name] = tuple(fingerprint.many(lists[name]))
+                continue
+            parent_print = before.get(name) if name in old.lists else EMPTY_PRINT
+            found[name], extends = fingerprint.of_list(lists[name], parent_print)
+            if parent_print is not None and found[name] is None:
+                # Some new item has no fingerprint: the kept ones may still match.
+                head = fingerprint.of_list(lists[name][: parent_print.count], parent_print)
+                extends = head[0] is not None and head[0].count == parent_print.count and head[1]
+            if extends and parent_print is not None:
+                kept[name] = parent_print.count
+        self._counts["scanned"] += fingerprint.items_scanned
         prints = found if len(found) == len(lists) else None
         # The list log: new items appended when every list only grew, else written again.
         new_docs: builtins.list[dict[str, Any]] | None = None
         if parent is not None and set(old.lists) <= set(lists) and prints is not None:
-            new_docs = self._appended(before, lists, prints, reused_lists)
+            new_docs = self._appended(lists, kept, reused_lists)
         previous = store.stored_messages_of(repo, parent.snapshot(repo.objects)) if parent else None
         base: MessageBase | None = None
         log: Sequence[Any]
@@ -604,30 +719,28 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         built = store.encode_commit(
             repo, snapshot, state_codec=codec, base=base, previous=previous, commit=commit
         )
-        return built, prints
+        return built, prints, len(new_docs) if base is not None and new_docs is not None else None
 
     def _appended(
         self,
-        before: Mapping[str, Prints],
         lists: Mapping[str, Sequence[Any]],
-        prints: Mapping[str, Prints],
+        kept: Mapping[str, int],
         reused: set[str],
     ) -> builtins.list[dict[str, Any]] | None:
         """Documents of the items appended to each list since the parent (``None``: not appends).
 
-        Exact: an item counts as kept only if its fingerprint now equals the one taken when it
-        was stored (so an item changed in place, or replaced by an equal value of another
-        type, makes the list be written again).
+        Exact: ``kept`` names the lists whose parent's items are all still there, unchanged
+        (their fingerprint now equals the one taken when they were stored), so an item
+        changed in place, or replaced by an equal value of another type, makes the list be
+        written again.
         """
         docs: builtins.list[dict[str, Any]] = []
         for name in sorted(lists):
             if name in reused:
                 continue
-            old = before.get(name, ())
-            new = prints[name]
-            if len(new) < len(old) or None in old or new[: len(old)] != old:
+            if name not in kept:
                 return None
-            docs.extend(store.items_doc(self.serde, name, lists[name][len(old) :]))
+            docs.extend(store.items_doc(self.serde, name, lists[name][kept[name] :]))
         return docs
 
     def put_writes(
@@ -1032,6 +1145,19 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
 
     def __repr__(self) -> str:
         return f"StateVCSSaver({self.repo!r})"
+
+
+@dataclass
+class _View:
+    """A thread's checkpoint as get_tuple last decoded it (never the objects put was given)."""
+
+    commit_id: ObjectId
+    lists: dict[str, list[Any]]
+    """Its list channels' items, decoded from storage (shared with what was handed out)."""
+    prints: dict[str, ListPrint]
+    """Their fingerprints when decoded (or when last found unchanged)."""
+    length: int
+    """Items in the commit's list log (every list channel)."""
 
 
 class _LazyItems(Sequence[Any]):
