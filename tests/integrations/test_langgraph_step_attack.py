@@ -41,7 +41,7 @@ def _exact(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _checkpoint(cid: str, values: dict[str, Any], version: int) -> dict[str, Any]:
+def _checkpoint(cid: str, values: dict[str, Any], version: int) -> Any:
     return {
         "v": 1,
         "id": cid,
@@ -53,17 +53,17 @@ def _checkpoint(cid: str, values: dict[str, Any], version: int) -> dict[str, Any
     }
 
 
-def _thread(thread: str = "t") -> dict[str, Any]:
+def _thread(thread: str = "t") -> Any:
     return {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
 
 
-def _values(saver: BaseCheckpointSaver[Any], config: dict[str, Any]) -> dict[str, Any]:
-    got = saver.get_tuple(config)  # type: ignore[arg-type]
+def _values(saver: BaseCheckpointSaver[Any], config: Any) -> dict[str, Any]:
+    got = saver.get_tuple(config)
     assert got is not None
     return dict(got.checkpoint["channel_values"])
 
 
-def _fresh(path: Path, config: dict[str, Any]) -> dict[str, Any]:
+def _fresh(path: Path, config: Any) -> dict[str, Any]:
     repo = statevcs.Repo.open(path)
     try:
         return _values(StateVCSSaver(repo), config)
@@ -82,7 +82,7 @@ def _fresh(path: Path, config: dict[str, Any]) -> dict[str, Any]:
 def test_a_result_already_returned_is_not_changed_through_a_later_one(tmp_path: Path) -> None:
     messages = [HumanMessage(content="hi", id="h1"), AIMessage(content="hello", id="a1")]
     for saver in (InMemorySaver(), StateVCSSaver(statevcs.Repo.init(tmp_path / "repo"))):
-        saver.put(_thread(), _checkpoint("1", {"messages": messages}, 1), {}, {"messages": 1})  # type: ignore[arg-type]
+        saver.put(_thread(), _checkpoint("1", {"messages": messages}, 1), {}, {"messages": 1})
         first = _values(saver, _thread())["messages"]
         second = _values(saver, _thread())["messages"]
         second[1].content = "edited by whoever holds the second result"
@@ -138,13 +138,13 @@ def test_a_strict_saver_refuses_what_its_allowlisted_clone_decoded(tmp_path: Pat
     strict = StateVCSSaver(statevcs.Repo.init(tmp_path / "repo"))
     wide = strict.with_allowlist([(_Memo.__module__, "_Memo")])
     messages = [HumanMessage(content="hi", id="h1"), _Memo(content="note", id="m1")]
-    wide.put(_thread(), _checkpoint("1", {"messages": messages}, 1), {}, {"messages": 1})  # type: ignore[arg-type]
+    wide.put(_thread(), _checkpoint("1", {"messages": messages}, 1), {}, {"messages": 1})
     assert type(_values(wide, _thread())["messages"][1]) is _Memo
     with pytest.raises(UnsafeValue):
         _fresh(tmp_path / "repo", _thread())
     # The clone's decoded items must not reach the strict saver through a shared cache.
     with pytest.raises(UnsafeValue):
-        strict.get_tuple(_thread())  # type: ignore[arg-type]
+        strict.get_tuple(_thread())
 
 
 # --- memory ------------------------------------------------------------------------------
@@ -214,7 +214,7 @@ def test_an_item_repeated_in_a_list_comes_back_as_independent_objects(
             "rows": rows(),
         }
     )
-    config = saver.put(_thread(), _checkpoint("1", first, 1), {}, {"messages": 1, "rows": 1})  # type: ignore[arg-type]
+    config = saver.put(_thread(), _checkpoint("1", first, 1), {}, {"messages": 1, "rows": 1})
     if incremental:
         _values(saver, _thread())  # the view the next get_tuple extends
         second = {"messages": [block(), block()], "rows": rows()}
@@ -235,7 +235,7 @@ def test_a_failed_put_leaves_nothing_in_the_cache(tmp_path: Path) -> None:
 
     saver = StateVCSSaver(statevcs.Repo.init(tmp_path / "repo"))
     messages = [HumanMessage(content="hi", id="h1")]
-    config = saver.put(_thread(), _checkpoint("1", {"messages": messages}, 1), {}, {"messages": 1})  # type: ignore[arg-type]
+    config = saver.put(_thread(), _checkpoint("1", {"messages": messages}, 1), {}, {"messages": 1})
     got = _values(saver, _thread())["messages"]
     got[0].content = "edited, then the put fails"
     with pytest.raises(statevcs.errors.SerializationError):
@@ -251,7 +251,7 @@ def test_two_handles_time_travel_and_forks_read_as_a_fresh_saver(tmp_path: Path)
     mine = StateVCSSaver(statevcs.Repo.init(path))
     other = StateVCSSaver(statevcs.Repo.open(path))
 
-    def at(cid: str | None) -> dict[str, Any]:
+    def at(cid: str | None) -> Any:
         config = _thread()
         if cid is not None:
             config["configurable"]["checkpoint_id"] = cid
@@ -269,7 +269,7 @@ def test_two_handles_time_travel_and_forks_read_as_a_fresh_saver(tmp_path: Path)
         _checkpoint("1", {"messages": first, "rows": rows}, 1),
         {},
         {"messages": 1, "rows": 1},
-    )  # type: ignore[arg-type]
+    )
     check(None)
     got = _values(other, at(None))
     # Another handle replaces a list by one of equal length with a changed item.
@@ -285,7 +285,7 @@ def test_two_handles_time_travel_and_forks_read_as_a_fresh_saver(tmp_path: Path)
         ),
         {},
         {"messages": 2, "rows": 2},
-    )  # type: ignore[arg-type]
+    )
     check(None, "1")
     got = _values(mine, at(None))
     mine.put(
@@ -297,7 +297,7 @@ def test_two_handles_time_travel_and_forks_read_as_a_fresh_saver(tmp_path: Path)
         ),
         {},
         {"messages": 3, "rows": 3},
-    )  # type: ignore[arg-type]
+    )
     check(None, "2", "1")
     # A fork from the first checkpoint, then the list back as a list, shrunk.
     back = _values(mine, at("1"))
@@ -306,7 +306,7 @@ def test_two_handles_time_travel_and_forks_read_as_a_fresh_saver(tmp_path: Path)
         _checkpoint("4", {"messages": back["messages"][:0], "rows": [1, True]}, 4),
         {},
         {"messages": 4, "rows": 4},
-    )  # type: ignore[arg-type]
+    )
     check(None, "3", "2", "1")
     mine.copy_thread("t", "u")
     mine.prune(["t"])
