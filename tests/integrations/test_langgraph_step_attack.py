@@ -129,11 +129,6 @@ def test_a_state_snapshot_is_not_rewritten_by_the_next_run(tmp_path: Path) -> No
 # --- with_allowlist clones ----------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="with_allowlist's clone (copy.copy) shares the step cache: the strict saver hands out "
-    "items of a type it refuses, decoded by the clone (a fresh strict saver raises UnsafeValue)",
-)
 def test_a_strict_saver_refuses_what_its_allowlisted_clone_decoded(tmp_path: Path) -> None:
     strict = StateVCSSaver(statevcs.Repo.init(tmp_path / "repo"))
     wide = strict.with_allowlist([(_Memo.__module__, "_Memo")])
@@ -155,11 +150,6 @@ def _codec_bytes(snapshot: tracemalloc.Snapshot) -> int:
     return sum(stat.size for stat in traces.statistics("filename"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the print cache keeps 32 commits' prints, each a full msgpack copy of the thread's "
-    "lists: one thread's 32 last steps hold ~32 copies of its messages",
-)
 def test_fingerprints_kept_do_not_grow_with_the_steps_of_one_thread() -> None:
     saver = StateVCSSaver(statevcs.Repo.init("memory://"))
     config: Any = _thread()
