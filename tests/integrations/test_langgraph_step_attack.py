@@ -179,11 +179,6 @@ def test_fingerprints_kept_do_not_grow_with_the_steps_of_one_thread() -> None:
     assert held <= 4 * (len(one.body) + len(one.extras))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the fingerprints' table of type codes keeps every class it saw alive: a class made "
-    "at run time (one per request) is never freed once a put fingerprinted an instance",
-)
 def test_a_class_made_at_run_time_is_freed_after_its_values_are_put() -> None:
     saver = StateVCSSaver(statevcs.Repo.init("memory://"))
     made = pydantic.create_model("Answer", text=(str, ...))
