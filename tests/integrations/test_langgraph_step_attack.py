@@ -175,8 +175,9 @@ def test_fingerprints_kept_do_not_grow_with_the_steps_of_one_thread() -> None:
         tracemalloc.stop()
     one, _ = Fingerprinter(safe_serializer()).of_list(messages)
     assert one is not None
-    # The tip's print (for the next put) and the view's: a few copies, not one per step.
-    assert held <= 4 * (len(one.body) + len(one.extras))
+    # The tip's print (for the next put), the view's, and the view's decoded messages: a
+    # few copies of the list (~4), not one per recent step (32).
+    assert held <= 8 * (len(one.body) + len(one.extras))
 
 
 def test_a_class_made_at_run_time_is_freed_after_its_values_are_put() -> None:
