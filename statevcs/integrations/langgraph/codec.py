@@ -15,9 +15,11 @@ something else.
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -385,7 +387,10 @@ _FP_OPTIONS = (
     | ormsgpack.OPT_PASSTHROUGH_UUID
     | ormsgpack.OPT_PASSTHROUGH_ENUM
 )
-_TYPE_CODES: dict[type, int] = {}
+# Weak: a class made at run time (one per request, say) must not live on for a code; codes
+# come from a counter, never reused, so a code still never names two classes.
+_TYPE_CODES: weakref.WeakKeyDictionary[type, int] = weakref.WeakKeyDictionary()
+_NEXT_CODE = itertools.count()
 _TYPE_LOCK = threading.Lock()
 
 
@@ -393,8 +398,9 @@ def _type_code(kind: type) -> int:
     code = _TYPE_CODES.get(kind)
     if code is None:
         with _TYPE_LOCK:
-            # The dict keeps the class alive, so a code never names two classes.
-            code = _TYPE_CODES.setdefault(kind, len(_TYPE_CODES))
+            code = _TYPE_CODES.get(kind)
+            if code is None:
+                code = _TYPE_CODES[kind] = next(_NEXT_CODE)
     return code
 
 

@@ -113,6 +113,19 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         # Items decoded from storage / walked in Python (cost counters, for tests).
         self._counts: Counter[str] = Counter()
 
+    def __copy__(self) -> StateVCSSaver:
+        """A shallow copy (``with_allowlist`` makes one) with caches of its own.
+
+        Decoded items and prints depend on the serde: a clone with another allow-list must
+        neither hand out items its serde would refuse nor be handed the other's.
+        """
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone._prints = OrderedDict()
+        clone._views = OrderedDict()
+        clone._counts = Counter()
+        return clone
+
     @classmethod
     @contextmanager
     def from_path(
@@ -545,6 +558,9 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         if not self._apply(updates, {**objects, **extra_objects}):
             return False
         if prints is not None and hidden is None:
+            if parent is not None:
+                # Each print copies its whole lists: keep the thread's latest, not its steps.
+                self._prints.pop(parent.commit_id, None)
             self._remember(built.commit_id, prints)
         if appended is not None and parent is not None and hidden is None:
             self._derived[built.commit_id] = (parent.commit_id, appended)
