@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -153,53 +154,113 @@ def read_config(path: str | Path) -> dict[str, str]:
 
     Raises :class:`~statevcs.errors.RepositoryNotFound` when ``path`` is not a statevcs
     database (an empty file, another application's SQLite file, not SQLite at all); such a file
-    is left exactly as it was, with no ``-wal``/``-shm`` files beside it.
+    is left exactly as it was, with no ``-wal``/``-shm`` files beside it. Raises
+    :class:`~statevcs.errors.StoreError` when the file cannot be read (after a few retries of
+    SQLite's transient errors): a repository is never taken for a stranger's file because
+    another process was busy with it.
+
+    The file is only ever read through SQLite. Opening and closing it with a plain file
+    handle would drop the POSIX locks this process's SQLite connections hold on it (they are
+    per process, released by any ``close``); another process could then take the database
+    for unused, checkpoint it and delete the write-ahead log and shared memory under those
+    connections (SQLite's "How To Corrupt" 2.2).
     """
     file = Path(path)
+    wal = file.with_name(file.name + "-wal")
+    # A database with no write-ahead log is complete in its main file: read it as immutable
+    # (no locks, no -wal/-shm created), and only a statevcs repository goes on to a normal read.
+    if not _has_content(wal):
+        found = _classify(file, immutable=True)
+        if found is None:
+            return _read_config(file)
+        if not _has_content(wal):
+            raise found
+    # A write-ahead log with content: its sidecars already exist (another connection made
+    # them), so a normal read-only connection creates nothing and sees the latest commit.
+    found = _classify(file, immutable=False)
+    if found is not None:
+        raise found
+    return _read_config(file)
+
+
+def _has_content(file: Path) -> bool:
     try:
-        with open(file, "rb") as handle:
-            header = handle.read(16)
-    except OSError as exc:
-        raise StoreError(f"cannot read {file}: {exc}; check the path and permissions") from exc
-    if header != b"SQLite format 3\x00":
-        raise RepositoryNotFound(
-            f"{file} is not a statevcs repository (not an SQLite database); point at a folder "
-            "created by `statevcs init`"
-        )
-    sidecars = [file.with_name(file.name + suffix) for suffix in ("-wal", "-shm")]
-    existed = [p.exists() for p in sidecars]
+        return file.stat().st_size > 0
+    except OSError:
+        return False
+
+
+_TRANSIENT_ATTEMPTS = 8
+
+
+def _connect_ro(file: Path, *, immutable: bool) -> sqlite3.Connection:
+    flags = "mode=ro&immutable=1" if immutable else "mode=ro"
     try:
-        return _read_config(file)
-    except RepositoryNotFound:
-        # Reading a WAL-mode database creates its -shm/-wal files: remove ours from a stranger.
-        for sidecar, was_there in zip(sidecars, existed):
-            if not was_there:
-                sidecar.unlink(missing_ok=True)
-        raise
+        return sqlite3.connect(f"{file.absolute().as_uri()}?{flags}", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {file}: {exc}; check the path and permissions") from exc
+
+
+def _not_found(file: Path, why: str) -> RepositoryNotFound:
+    return RepositoryNotFound(
+        f"{file} is not a statevcs repository ({why}); point at a folder created by `statevcs init`"
+    )
+
+
+def _classify(file: Path, *, immutable: bool) -> RepositoryNotFound | None:
+    """``None`` if ``file`` holds statevcs's tables, else the error saying why it does not."""
+    for attempt in range(_TRANSIENT_ATTEMPTS):
+        db = _connect_ro(file, immutable=immutable)
+        try:
+            tables = {
+                str(row[0])
+                for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+        except sqlite3.DatabaseError as exc:
+            if not _transient(exc):
+                return _not_found(file, "not an SQLite database" if _not_a_db(exc) else str(exc))
+            if attempt == _TRANSIENT_ATTEMPTS - 1:
+                raise StoreError(
+                    f"cannot read {file}: {exc}; another process may be writing it, try again"
+                ) from exc
+            time.sleep(0.005 * 2**attempt)
+            continue
+        finally:
+            db.close()
+        if not {"objects", "refs", "reflog", "config"} <= tables:
+            return _not_found(file, "no statevcs tables")
+        return None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _not_a_db(exc: sqlite3.DatabaseError) -> bool:
+    return getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB"
+
+
+def _transient(exc: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite's error may pass on a retry (busy, locked, I/O) rather than name a
+    file that is not a database."""
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_IOERR", "SQLITE_PROTOCOL"))
 
 
 def _read_config(file: Path) -> dict[str, str]:
-    try:
-        db = sqlite3.connect(f"{file.absolute().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open {file}: {exc}; check the path and permissions") from exc
-    try:
-        tables = {
-            str(row[0]) for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        }
-        if not {"objects", "refs", "reflog", "config"} <= tables:
-            raise RepositoryNotFound(
-                f"{file} is not a statevcs repository (no statevcs tables); "
-                "point at a folder created by `statevcs init`"
-            )
-        return {str(k): str(v) for k, v in db.execute("SELECT key, value FROM config")}
-    except sqlite3.DatabaseError as exc:
-        raise RepositoryNotFound(
-            f"{file} is not a statevcs repository ({exc}); point at a folder created by "
-            "`statevcs init`"
-        ) from None
-    finally:
-        db.close()
+    for attempt in range(_TRANSIENT_ATTEMPTS):
+        db = _connect_ro(file, immutable=False)
+        try:
+            return {str(k): str(v) for k, v in db.execute("SELECT key, value FROM config")}
+        except sqlite3.DatabaseError as exc:
+            if not _transient(exc):
+                raise _not_found(file, str(exc)) from None
+            if attempt == _TRANSIENT_ATTEMPTS - 1:
+                raise StoreError(
+                    f"cannot read the config of {file}: {exc}; if another process is writing "
+                    "it, try again, else run `statevcs fsck`"
+                ) from exc
+            time.sleep(0.005 * 2**attempt)
+        finally:
+            db.close()
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 class SQLiteStore(Store):
