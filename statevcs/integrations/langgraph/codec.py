@@ -132,6 +132,100 @@ def _construct(cls: type[BaseMessage], data: dict[str, Any]) -> BaseMessage:
     return message
 
 
+class _Reading:
+    """How to rebuild one message class from a stored document without validation.
+
+    ``template`` holds every field in the class's order at its constant default (factory and
+    required fields hold a placeholder until filled); ``factories`` the fields whose default
+    is a fresh empty dict or list; ``required`` the required fields other than ``content``;
+    ``stored`` the fields :func:`item_doc` leaves out at their defaults (always set when read,
+    as validating the rebuilt fields would set them); ``names`` the fields a document's
+    ``lc`` may name (not ``type``: it is implied by the role and never stored).
+    """
+
+    __slots__ = ("factories", "names", "required", "stored", "template", "tool_calls")
+
+    def __init__(self, cls: type[BaseMessage]) -> None:
+        self.template: dict[str, Any] = {}
+        factories: list[tuple[str, type]] = []
+        required: list[str] = []
+        for name, kind, default in _PLANS[cls]:
+            self.template[name] = default if kind == 0 else None
+            if kind == 1:
+                factories.append((name, default))
+            elif kind == 2 and name != "content":
+                required.append(name)
+        self.factories = tuple(factories)
+        self.required = frozenset(required)
+        self.stored = frozenset(_DEFAULTS[cls]) | {"content"}
+        self.names = frozenset(_FIELD_NAMES[cls] - {"type"})
+        self.tool_calls = "tool_calls" in _FIELD_NAMES[cls]
+
+
+_READINGS: dict[str, tuple[type[BaseMessage], _Reading]] = {
+    role: (cls, _Reading(cls)) for role, cls in _CLASSES.items()
+}
+_set_attribute = object.__setattr__
+
+
+def _stored_message(doc: dict[str, Any]) -> BaseMessage:
+    """The message a list item's document stores (its ``"lc"`` key is present).
+
+    The fields a stored document holds were dumped from a validated message of the class
+    its role names, so they are set directly (the result equals what validation builds:
+    same field values, same fields set, in the class's order); anything a writer never
+    produces (an unknown or missing field, a ``type``, content that is neither text nor a
+    list) is validated instead, and what fails validation is a ``CorruptObject``.
+    """
+    role = doc.get("role")
+    found = _READINGS.get(role) if type(role) is str else None
+    fields = doc["lc"]
+    if found is None or not isinstance(fields, dict) or "content" not in doc:
+        raise CorruptObject("(checkpoint)", "a stored message names no known class")
+    cls, reading = found
+    content = doc["content"]
+    calls = "tool_calls" in doc
+    if (
+        not fields.keys() <= reading.names
+        or (type(content) is not str and type(content) is not list)
+        or (calls and not reading.tool_calls)
+        or not reading.required <= fields.keys()
+    ):
+        return _validated(cls, fields, doc)
+    values = reading.template.copy()
+    for name, make in reading.factories:
+        values[name] = make()
+    values.update(fields)
+    values["content"] = content
+    if calls:
+        values["tool_calls"] = doc["tool_calls"]
+    fields_set = fields.keys() | reading.stored
+    message = cls.__new__(cls)
+    _set_attribute(message, "__dict__", values)
+    _set_attribute(message, "__pydantic_fields_set__", fields_set)
+    _set_attribute(message, "__pydantic_extra__", {})
+    _set_attribute(message, "__pydantic_private__", None)
+    return message
+
+
+def _validated(cls: type[BaseMessage], fields: dict[Any, Any], doc: dict[str, Any]) -> BaseMessage:
+    data: dict[Any, Any] = {
+        k: type(v)() if type(v) in (dict, list) else v for k, v in _DEFAULTS[cls].items()
+    }
+    data.update(fields)
+    data["content"] = doc["content"]
+    if "tool_calls" in doc:
+        data["tool_calls"] = doc["tool_calls"]
+    if not all(type(key) is str for key in data):
+        raise CorruptObject("(checkpoint)", "a stored message has a field name that is not text")
+    try:
+        return cls(**data)
+    except (TypeError, ValueError) as exc:
+        raise CorruptObject(
+            "(checkpoint)", f"a stored {cls.__name__} does not validate ({exc})"
+        ) from None
+
+
 def is_plain(value: Any, *, allow_bytes: bool) -> bool:
     """Whether ``value`` reads back equal and of the same types from JSON (or msgpack).
 
@@ -319,18 +413,7 @@ def item_value(doc: Any, serde: SerializerProtocol) -> Any:
     """Return the list item :func:`item_doc` stored as ``doc``."""
     if isinstance(doc, dict):
         if "lc" in doc:
-            cls = _CLASSES.get(doc.get("role"))  # type: ignore[arg-type]
-            fields = doc["lc"]
-            if cls is None or not isinstance(fields, dict) or "content" not in doc:
-                raise CorruptObject("(checkpoint)", "a stored message names no known class")
-            data = {
-                k: type(v)() if type(v) in (dict, list) else v for k, v in _DEFAULTS[cls].items()
-            }
-            data.update(fields)
-            data["content"] = doc["content"]
-            if "tool_calls" in doc:
-                data["tool_calls"] = doc["tool_calls"]
-            return _construct(cls, data)
+            return _stored_message(doc)
         if "content" in doc and "v" not in doc and "t" not in doc and "s" not in doc:
             return doc["content"]
     return unwrap(doc, serde, "a list channel's item")
