@@ -13,7 +13,7 @@ calls :meth:`ObjectDB.forget` and writes every object it needs again.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .errors import CorruptObject, MissingObject
@@ -108,40 +108,44 @@ class ObjectDB:
         return values
 
     def load_docs(self, ids: Sequence[ObjectId]) -> list[Any]:
-        """Return the value of each document ``ids`` names, in order, read in one batch.
+        """Return the value of each document ``ids`` names, in order (see :meth:`iter_docs`)."""
+        return list(self.iter_docs(ids))
+
+    def iter_docs(self, ids: Sequence[ObjectId]) -> Iterator[Any]:
+        """Yield the value of each document ``ids`` names, in order, read in one batch.
 
         Each occurrence is decoded afresh (an id named twice gives two equal, unshared
         values); chunked documents are reassembled; an id naming another kind of object
         raises ``CorruptObject``, an absent one ``MissingObject``. Bytes read from the store
-        are checked against their ids, as by :meth:`load_many`.
+        are checked against their ids, as by :meth:`load_many`. Values come one at a time so
+        that the caller can use each while it is still in the CPU's cache.
         """
         cache = self._bytes
         nodes = self._nodes
         wanted = [i for i in dict.fromkeys(ids) if i not in cache and i not in nodes]
         fetched = self.store.get_many(wanted) if wanted else {}
         known = self.known
-        values: list[Any] = []
-        append = values.append
-        for object_id in ids:
-            data = fetched.pop(object_id, None)
-            if data is not None:
-                value = doc_value(object_id, data)
-                # Inline _remember: this loop runs once per message of a restored thread.
-                known.add(object_id)
-                if len(data) <= _LARGE:
-                    cache[object_id] = data
-                    self._bytes_size += len(data)
-            else:
-                data = cache.get(object_id)
-                if data is None:
-                    append(self._other_doc(object_id))
-                    continue
-                value = doc_value(object_id, data, check_hash=False)
-            if value is NOT_A_DOC:
-                value = self._other_doc(object_id, data)
-            append(value)
-        self._trim_bytes()
-        return values
+        try:
+            for object_id in ids:
+                data = fetched.pop(object_id, None)
+                if data is not None:
+                    value = doc_value(object_id, data)
+                    # _remember inlined: this runs once per message of a restored thread.
+                    known.add(object_id)
+                    if len(data) <= _LARGE:
+                        cache[object_id] = data
+                        self._bytes_size += len(data)
+                else:
+                    data = cache.get(object_id)
+                    if data is None:
+                        yield self._other_doc(object_id)
+                        continue
+                    value = doc_value(object_id, data, check_hash=False)
+                if value is NOT_A_DOC:
+                    value = self._other_doc(object_id, data)
+                yield value
+        finally:
+            self._trim_bytes()
 
     def _other_doc(self, object_id: ObjectId, data: bytes | None = None) -> Any:
         """The value of a document that is not a plain ``doc`` object (chunked), else raise."""

@@ -286,9 +286,7 @@ def doc_value(object_id: ObjectId, data: bytes, *, check_hash: bool = True) -> A
 
 
 def _ids(value: Any, what: str) -> tuple[ObjectId, ...]:
-    if not isinstance(value, list) or not all(
-        isinstance(v, bytes) and len(v) == ID_SIZE for v in value
-    ):
+    if type(value) is not list or not all([type(v) is bytes and len(v) == ID_SIZE for v in value]):
         raise ValueError(f"{what} must be a list of {ID_SIZE}-byte ids")
     return tuple(value)
 

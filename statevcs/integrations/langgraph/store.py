@@ -423,8 +423,7 @@ def list_items(
     snap = found.snapshot(repo.objects)
     ids = [*prolly.items(repo.objects, snap.messages), *snap.tail]
     # Decoded per occurrence: an item that appears twice must be two objects.
-    docs = repo.objects.load_docs(ids)
-    for object_id, doc in zip(ids, docs):
+    for object_id, doc in zip(ids, repo.objects.iter_docs(ids)):
         channel: Any = doc.get("channel") if type(doc) is dict else None
         into = result.get(channel) if type(channel) is str else None
         if into is None:
