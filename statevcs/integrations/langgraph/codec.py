@@ -213,10 +213,21 @@ class _Reading:
     as validating the rebuilt fields would set them); ``shapes`` the fields a document's
     ``lc`` may name with what each admits (not ``type``: the role implies it, it is never
     stored; nor a field whose annotation cannot be checked cheaply); ``simple`` the exact
-    types of those whose check is the value's type alone.
+    types of those whose check is the value's type alone; ``text`` whether any ``str`` is a
+    valid content.
     """
 
-    __slots__ = ("factories", "required", "shapes", "simple", "stored", "template", "tool_calls")
+    __slots__ = (
+        "content",
+        "factories",
+        "required",
+        "shapes",
+        "simple",
+        "stored",
+        "template",
+        "text",
+        "tool_calls",
+    )
 
     def __init__(self, cls: type[BaseMessage]) -> None:
         self.template: dict[str, Any] = {}
@@ -238,6 +249,8 @@ class _Reading:
                     self.shapes[name] = _Shape(field.annotation)
                 except _Unchecked:
                     continue
+        self.content = self.shapes.get("content")
+        self.text = self.content is not None and self.content.admits("")
         self.tool_calls = self.shapes.get("tool_calls")
         self.simple: dict[str, frozenset[type]] = {
             name: shape.types
@@ -269,7 +282,10 @@ def _stored_message(doc: dict[str, Any]) -> BaseMessage:
     cls, reading = found
     content = doc["content"]
     calls = "tool_calls" in doc
-    if (type(content) is not str and not reading.shapes["content"].admits(content)) or (
+    if not (
+        (type(content) is str and reading.text)
+        or (reading.content is not None and reading.content.admits(content))
+    ) or (
         calls and (reading.tool_calls is None or not reading.tool_calls.admits(doc["tool_calls"]))
     ):
         return _validated(cls, fields, doc)
