@@ -13,15 +13,18 @@ calls :meth:`ObjectDB.forget` and writes every object it needs again.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from .errors import CorruptObject, MissingObject
 from .hashing import ObjectId, to_hex
-from .objects import Blob, Chunked, Doc, StoredObject, decode
+from .objects import NOT_A_DOC, Blob, Chunked, Doc, StoredObject, decode, doc_value, kind_of
 from .stores.base import Store
 
 _NODE_CACHE = 200_000
 _BYTES_CACHE = 64 * 1024 * 1024
+_LARGE = 1024 * 1024
+"""Documents and blobs larger than this are not kept as bytes."""
 _KNOWN_LIMIT = 4_000_000
 
 
@@ -104,6 +107,61 @@ class ObjectDB:
             values[object_id] = obj
         return values
 
+    def load_docs(self, ids: Sequence[ObjectId]) -> list[Any]:
+        """Return the value of each document ``ids`` names, in order (see :meth:`iter_docs`)."""
+        return list(self.iter_docs(ids))
+
+    def iter_docs(self, ids: Sequence[ObjectId]) -> Iterator[Any]:
+        """Yield the value of each document ``ids`` names, in order, read in one batch.
+
+        Each occurrence is decoded afresh (an id named twice gives two equal, unshared
+        values); chunked documents are reassembled; an id naming another kind of object
+        raises ``CorruptObject``, an absent one ``MissingObject``. Bytes read from the store
+        are checked against their ids, as by :meth:`load_many`. Values come one at a time so
+        that the caller can use each while it is still in the CPU's cache.
+        """
+        cache = self._bytes
+        nodes = self._nodes
+        wanted = [i for i in dict.fromkeys(ids) if i not in cache and i not in nodes]
+        fetched = self.store.get_many(wanted) if wanted else {}
+        known = self.known
+        try:
+            for object_id in ids:
+                data = fetched.pop(object_id, None)
+                if data is not None:
+                    value = doc_value(object_id, data)
+                    # _remember inlined: this runs once per message of a restored thread.
+                    known.add(object_id)
+                    if len(data) <= _LARGE:
+                        cache[object_id] = data
+                        self._bytes_size += len(data)
+                else:
+                    data = cache.get(object_id)
+                    if data is None:
+                        yield self._other_doc(object_id)
+                        continue
+                    value = doc_value(object_id, data, check_hash=False)
+                if value is NOT_A_DOC:
+                    value = self._other_doc(object_id, data)
+                yield value
+        finally:
+            self._trim_bytes()
+
+    def _other_doc(self, object_id: ObjectId, data: bytes | None = None) -> Any:
+        """The value of a document that is not a plain ``doc`` object (chunked), else raise."""
+        if data is None:
+            obj = self.load(object_id)
+        else:
+            # Already checked against its id by doc_value.
+            obj = decode(object_id, data, check_hash=False)
+            if self._nodes.get(object_id) is None and object_id not in self._bytes:
+                self._remember(object_id, obj, data)
+        if isinstance(obj, Chunked):
+            obj = self._reassemble(object_id, obj)
+        if not isinstance(obj, Doc):
+            raise CorruptObject(to_hex(object_id), f"expected a document, found {kind_of(obj)}")
+        return obj.value
+
     def _reassemble(self, object_id: ObjectId, chunked: Chunked) -> StoredObject:
         parts = self.load_many(chunked.chunks)
         data = b"".join(
@@ -118,17 +176,20 @@ class ObjectDB:
     def _remember(self, object_id: ObjectId, obj: StoredObject, data: bytes) -> None:
         self.known.add(object_id)
         if isinstance(obj, (Doc, Blob)):
-            if len(data) > 1024 * 1024:
+            if len(data) > _LARGE:
                 return
             self._bytes[object_id] = data
             self._bytes_size += len(data)
-            while self._bytes_size > _BYTES_CACHE:
-                _, old = self._bytes.popitem(last=False)
-                self._bytes_size -= len(old)
+            self._trim_bytes()
         else:
             self._nodes[object_id] = obj
             if len(self._nodes) > _NODE_CACHE:
                 self._nodes.popitem(last=False)
+
+    def _trim_bytes(self) -> None:
+        while self._bytes_size > _BYTES_CACHE:
+            _, old = self._bytes.popitem(last=False)
+            self._bytes_size -= len(old)
 
     def remember(self, object_id: ObjectId, obj: StoredObject) -> None:
         """Cache a freshly built structural object (it need not be stored yet)."""

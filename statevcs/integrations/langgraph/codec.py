@@ -22,7 +22,8 @@ import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 import ormsgpack
 from langchain_core.messages import (
@@ -134,6 +135,208 @@ def _construct(cls: type[BaseMessage], data: dict[str, Any]) -> BaseMessage:
     object.__setattr__(message, "__pydantic_extra__", {})
     object.__setattr__(message, "__pydantic_private__", None)
     return message
+
+
+class _Shape:
+    """What a field's annotation admits, checked without validation: exact types, allowed
+    literal values, and for a list the exact types of its items (``None``: anything)."""
+
+    __slots__ = ("items", "types", "values")
+
+    def __init__(self, annotation: Any) -> None:
+        self.types: frozenset[type] | None = None
+        self.values: frozenset[Any] | None = None
+        self.items: frozenset[type] | None = None
+        if annotation is Any:
+            return
+        types: set[type] = set()
+        items: set[type] = set()
+        values: set[Any] = set()
+        for option in _options(annotation):
+            origin = get_origin(option)
+            if option is Any:
+                return
+            if origin is Literal:
+                values.update(get_args(option))
+                types.update(type(v) for v in get_args(option))
+            elif option in (str, bool, type(None)):
+                types.add(option)
+            elif origin is dict or _is_dict(option):
+                types.add(dict)
+            elif origin is list:
+                types.add(list)
+                for inner in _options(get_args(option)[0]):
+                    if get_origin(inner) is dict or _is_dict(inner):
+                        items.add(dict)
+                    elif inner in (str, bool, type(None)):
+                        items.add(inner)
+                    else:
+                        raise _Unchecked
+            else:
+                raise _Unchecked
+        self.types = frozenset(types)
+        self.values = frozenset(values) if values else None
+        self.items = frozenset(items) if list in types else None
+
+    def admits(self, value: Any) -> bool:
+        """Whether ``value`` is of the field's type (shallowly: a list's items, no deeper)."""
+        types = self.types
+        if types is None:
+            return True
+        kind = type(value)
+        if kind not in types:
+            return False
+        if self.values is not None and kind is not list and value not in self.values:
+            return False
+        items = self.items
+        if kind is list and items is not None:
+            return all([type(item) in items for item in value])
+        return True
+
+
+class _Unchecked(Exception):
+    """An annotation :class:`_Shape` cannot check: the field always goes through validation."""
+
+
+def _is_dict(annotation: Any) -> bool:
+    # dict itself or a TypedDict (a dict subclass at runtime, whichever typing module made it)
+    return isinstance(annotation, type) and issubclass(annotation, dict)
+
+
+def _options(annotation: Any) -> tuple[Any, ...]:
+    return get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+
+
+class _Reading:
+    """How to rebuild one message class from a stored document without validation.
+
+    ``template`` holds every field in the class's order at its constant default (factory and
+    required fields hold a placeholder until filled); ``factories`` the fields whose default
+    is a fresh empty dict or list; ``required`` the required fields other than ``content``;
+    ``stored`` the fields :func:`item_doc` leaves out at their defaults (always set when read,
+    as validating the rebuilt fields would set them); ``shapes`` the fields a document's
+    ``lc`` may name with what each admits (not ``type``: the role implies it, it is never
+    stored; nor a field whose annotation cannot be checked cheaply); ``simple`` the exact
+    types of those whose check is the value's type alone; ``text`` whether any ``str`` is a
+    valid content.
+    """
+
+    __slots__ = (
+        "content",
+        "factories",
+        "required",
+        "shapes",
+        "simple",
+        "stored",
+        "template",
+        "text",
+        "tool_calls",
+    )
+
+    def __init__(self, cls: type[BaseMessage]) -> None:
+        self.template: dict[str, Any] = {}
+        factories: list[tuple[str, type]] = []
+        required: list[str] = []
+        for name, kind, default in _PLANS[cls]:
+            self.template[name] = default if kind == 0 else None
+            if kind == 1:
+                factories.append((name, default))
+            elif kind == 2 and name != "content":
+                required.append(name)
+        self.factories = tuple(factories)
+        self.required = frozenset(required)
+        self.stored = frozenset(_DEFAULTS[cls]) | {"content"}
+        self.shapes: dict[str, _Shape] = {}
+        for name, field in cls.model_fields.items():
+            if name != "type":
+                try:
+                    self.shapes[name] = _Shape(field.annotation)
+                except _Unchecked:
+                    continue
+        self.content = self.shapes.get("content")
+        self.text = self.content is not None and self.content.admits("")
+        self.tool_calls = self.shapes.get("tool_calls")
+        self.simple: dict[str, frozenset[type]] = {
+            name: shape.types
+            for name, shape in self.shapes.items()
+            if shape.types is not None and shape.values is None and shape.items is None
+        }
+
+
+_READINGS: dict[str, tuple[type[BaseMessage], _Reading]] = {
+    role: (cls, _Reading(cls)) for role, cls in _CLASSES.items()
+}
+_set_attribute = object.__setattr__
+
+
+def _stored_message(doc: dict[str, Any]) -> BaseMessage:
+    """The message a list item's document stores (its ``"lc"`` key is present).
+
+    The fields a stored document holds were dumped from a validated message of the class
+    its role names, so they are set directly (the result equals what validation builds:
+    same field values, same fields set, in the class's order). Anything a writer never
+    produces (an unknown or missing field, a ``type``, a value not of its field's type) is
+    validated instead, and what fails validation is a ``CorruptObject``.
+    """
+    role = doc.get("role")
+    found = _READINGS.get(role) if type(role) is str else None
+    fields = doc["lc"]
+    if found is None or not isinstance(fields, dict) or "content" not in doc:
+        raise CorruptObject("(checkpoint)", "a stored message names no known class")
+    cls, reading = found
+    content = doc["content"]
+    calls = "tool_calls" in doc
+    if not (
+        (type(content) is str and reading.text)
+        or (reading.content is not None and reading.content.admits(content))
+    ) or (
+        calls and (reading.tool_calls is None or not reading.tool_calls.admits(doc["tool_calls"]))
+    ):
+        return _validated(cls, fields, doc)
+    simple = reading.simple
+    for name, value in fields.items():
+        types = simple.get(name)
+        if types is not None:
+            if type(value) not in types:
+                return _validated(cls, fields, doc)
+            continue
+        shape = reading.shapes.get(name)
+        if shape is None or not shape.admits(value):
+            return _validated(cls, fields, doc)
+    if reading.required and not reading.required <= fields.keys():
+        return _validated(cls, fields, doc)
+    values = reading.template.copy()
+    for name, make in reading.factories:
+        values[name] = make()
+    values.update(fields)
+    values["content"] = content
+    if calls:
+        values["tool_calls"] = doc["tool_calls"]
+    fields_set = fields.keys() | reading.stored
+    message = cls.__new__(cls)
+    _set_attribute(message, "__dict__", values)
+    _set_attribute(message, "__pydantic_fields_set__", fields_set)
+    _set_attribute(message, "__pydantic_extra__", {})
+    _set_attribute(message, "__pydantic_private__", None)
+    return message
+
+
+def _validated(cls: type[BaseMessage], fields: dict[Any, Any], doc: dict[str, Any]) -> BaseMessage:
+    data: dict[Any, Any] = {
+        k: type(v)() if type(v) in (dict, list) else v for k, v in _DEFAULTS[cls].items()
+    }
+    data.update(fields)
+    data["content"] = doc["content"]
+    if "tool_calls" in doc:
+        data["tool_calls"] = doc["tool_calls"]
+    if not all(type(key) is str for key in data):
+        raise CorruptObject("(checkpoint)", "a stored message has a field name that is not text")
+    try:
+        return cls(**data)
+    except Exception as exc:  # pydantic's and LangChain's validators raise several kinds
+        raise CorruptObject(
+            "(checkpoint)", f"a stored {cls.__name__} does not validate ({exc})"
+        ) from None
 
 
 def is_plain(value: Any, *, allow_bytes: bool) -> bool:
@@ -323,18 +526,7 @@ def item_value(doc: Any, serde: SerializerProtocol) -> Any:
     """Return the list item :func:`item_doc` stored as ``doc``."""
     if isinstance(doc, dict):
         if "lc" in doc:
-            cls = _CLASSES.get(doc.get("role"))  # type: ignore[arg-type]
-            fields = doc["lc"]
-            if cls is None or not isinstance(fields, dict) or "content" not in doc:
-                raise CorruptObject("(checkpoint)", "a stored message names no known class")
-            data = {
-                k: type(v)() if type(v) in (dict, list) else v for k, v in _DEFAULTS[cls].items()
-            }
-            data.update(fields)
-            data["content"] = doc["content"]
-            if "tool_calls" in doc:
-                data["tool_calls"] = doc["tool_calls"]
-            return _construct(cls, data)
+            return _stored_message(doc)
         if "content" in doc and "v" not in doc and "t" not in doc and "s" not in doc:
             return doc["content"]
     return unwrap(doc, serde, "a list channel's item")

@@ -34,7 +34,7 @@ from ...commitfields import canonical_metadata, check_text, timestamp_us
 from ...errors import CorruptObject, SerializationError, StateVCSError
 from ...hashing import ObjectId, hash_bytes, to_hex
 from ...history import CommitGraph, walk
-from ...objects import CommitObject, Doc, SnapshotObject, encode_doc
+from ...objects import CommitObject, SnapshotObject, encode_doc
 from ...plumbing import ObjectDatabase
 from ...repo import Repo
 from ...serializers import serializer_for
@@ -364,12 +364,8 @@ class Decoded:
         items = self.items
         wanted = [i for i in dict.fromkeys(ids) if i not in items]
         if wanted:
-            docs = repo.objects.load_values(wanted)
-            for object_id in wanted:
-                doc = docs[object_id]
-                if not isinstance(doc, Doc):
-                    raise CorruptObject(to_hex(object_id), "a list item must be a document")
-                items[object_id] = (item_channel(doc.value), item_value(doc.value, serde))
+            for object_id, doc in zip(wanted, repo.objects.load_docs(wanted)):
+                items[object_id] = (item_channel(doc), item_value(doc, serde))
         return [items[i] for i in ids]
 
     def below(self, repo: Repo, root: ObjectId, serde: SerializerProtocol) -> dict[str, list[Any]]:
@@ -426,16 +422,15 @@ def list_items(
     result: dict[str, list[Any]] = {name: [] for name in lists}
     snap = found.snapshot(repo.objects)
     ids = [*prolly.items(repo.objects, snap.messages), *snap.tail]
-    docs = repo.objects.load_values(dict.fromkeys(ids))
-    for object_id in ids:
-        # Decoded per occurrence: an item that appears twice must be two objects.
-        doc = docs[object_id]
-        if not isinstance(doc, Doc):
-            raise CorruptObject(to_hex(object_id), "a list item must be a document")
-        channel = item_channel(doc.value)
-        if channel not in result:
-            raise CorruptObject(to_hex(object_id), f"list item of unknown channel {channel!r}")
-        result[channel].append(item_value(doc.value, serde))
+    # Decoded per occurrence: an item that appears twice must be two objects.
+    for object_id, doc in zip(ids, repo.objects.iter_docs(ids)):
+        channel: Any = doc.get("channel") if type(doc) is dict else None
+        into = result.get(channel) if type(channel) is str else None
+        if into is None:
+            # item_channel raises its own error for an item naming no channel at all.
+            unknown = item_channel(doc)
+            raise CorruptObject(to_hex(object_id), f"list item of unknown channel {unknown!r}")
+        into.append(item_value(doc, serde))
         if ids_out is not None:
             ids_out.setdefault(channel, []).append(object_id)
     for name, count in lists.items():
