@@ -28,6 +28,7 @@ from statevcs.integrations.langgraph import StateVCSSaver
 from statevcs.integrations.langgraph.codec import (
     _CLASSES,
     _DEFAULTS,
+    fresh_copy,
     item_doc,
     item_value,
     safe_serializer,
@@ -216,3 +217,43 @@ def test_a_message_twice_in_a_list_reads_back_as_two_unshared_messages() -> None
         assert first.additional_kwargs is not second.additional_kwargs
         first.additional_kwargs["a"].append(2)  # in-place edits stay with the reader
         assert second.additional_kwargs == {"a": [1]}
+
+
+def _mutable_ids(value: Any) -> set[int]:
+    """Ids of every mutable container inside ``value`` (a message's fields included)."""
+    found: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, BaseMessage):
+            stack.extend([item.__dict__, item.__pydantic_extra__, item.__pydantic_fields_set__])
+            found.add(id(item))
+        elif isinstance(item, (dict, list, set, bytearray)):
+            found.add(id(item))
+            stack.extend(item.values() if isinstance(item, dict) else item)
+    return found
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal type for type, key order for key order, fields set for fields set."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, BaseMessage):
+        return (
+            _same(a.__dict__, b.__dict__)
+            and a.__pydantic_fields_set__ == b.__pydantic_fields_set__
+            and _same(a.__pydantic_extra__, b.__pydantic_extra__)
+        )
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return bool(a == b) or (a != a and b != b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(item=_messages | _plain | st.lists(st.tuples(_text, st.binary(max_size=4)), max_size=2))
+def test_fresh_copies_equal_their_item_and_share_nothing_mutable(item: Any) -> None:
+    copied = fresh_copy(item)
+    assert _same(copied, item)
+    assert not (_mutable_ids(copied) & _mutable_ids(item))

@@ -76,11 +76,6 @@ def _fresh(path: Path, config: Any) -> dict[str, Any]:
 # --- results handed out earlier ------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="get_tuple hands the same item objects to every caller: an edit in place through "
-    "one result changes another result already returned (InMemorySaver's stay as committed)",
-)
 def test_a_result_already_returned_is_not_changed_through_a_later_one(tmp_path: Path) -> None:
     messages = [HumanMessage(content="hi", id="h1"), AIMessage(content="hello", id="a1")]
     for saver in (InMemorySaver(), StateVCSSaver(statevcs.Repo.init(tmp_path / "repo"))):
@@ -117,11 +112,6 @@ def _snapshot_after_next_run(saver: BaseCheckpointSaver[Any]) -> tuple[str, str]
     return before, snapshot.values["messages"][0].content
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a StateSnapshot from get_state shares its messages with the next run's get_tuple: "
-    "a node editing them in place rewrites the snapshot of a committed checkpoint",
-)
 def test_a_state_snapshot_is_not_rewritten_by_the_next_run(tmp_path: Path) -> None:
     assert _snapshot_after_next_run(InMemorySaver()) == ("secret", "secret")
     saver = StateVCSSaver(statevcs.Repo.init(tmp_path / "repo"))
@@ -195,11 +185,6 @@ def test_a_class_made_at_run_time_is_freed_after_its_values_are_put() -> None:
 # --- repeated items ------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an item stored twice (one document) is decoded into objects sharing their nested "
-    "containers (plain items: the very same object): editing one edits the other",
-)
 @pytest.mark.parametrize("incremental", [False, True], ids=["full decode", "appended"])
 def test_an_item_repeated_in_a_list_comes_back_as_independent_objects(
     tmp_path: Path, incremental: bool

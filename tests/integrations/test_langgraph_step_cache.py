@@ -135,8 +135,10 @@ _EDITS: dict[str, Callable[[list[Any]], None]] = {
 def test_items_changed_after_get_tuple_are_not_handed_out_again(tmp_path: Path, edit: str) -> None:
     saver, _config, got = _start(tmp_path / "repo")
     kept = _fresh(tmp_path / "repo")
-    assert _messages(saver, _thread())[1] is got[1]  # unchanged: the cached item again
+    second = _messages(saver, _thread())
+    assert second[1] is not got[1] and _exact(second, got)  # results share no object
     _EDITS[edit](got)
+    assert _exact(second, kept)  # an edit through one result leaves the others as committed
     again = _messages(saver, _thread())
     assert _exact(again, kept)
     assert not _exact(got, kept)  # the edit did change what was handed out

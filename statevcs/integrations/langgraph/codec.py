@@ -15,12 +15,15 @@ something else.
 
 from __future__ import annotations
 
+import copy
+import gc
 import itertools
 import math
 import operator
 import threading
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
@@ -530,6 +533,75 @@ def item_value(doc: Any, serde: SerializerProtocol) -> Any:
         if "content" in doc and "v" not in doc and "t" not in doc and "s" not in doc:
             return doc["content"]
     return unwrap(doc, serde, "a list channel's item")
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause Python's cycle collector while a whole list of items is built.
+
+    Building thousands of small objects triggers a collection every few hundred allocations,
+    each rescanning the live heap (which holds the thread's other items): about two thirds of
+    the time of decoding or copying a 2,000-message thread. Nothing built here is cyclic.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+_IMMUTABLE = frozenset({str, int, float, bool, bytes, type(None)})
+
+
+class _NotNative(Exception):
+    """A value holds something other than msgpack's own types (copied by ``deepcopy``)."""
+
+
+def _copy_native(value: Any) -> Any:
+    kind = type(value)
+    if kind in _IMMUTABLE:
+        return value
+    if kind is dict:
+        if not value:
+            return {}
+        return {k: v if type(v) in _IMMUTABLE else _copy_native(v) for k, v in value.items()}
+    if kind is list:
+        if not value:
+            return []
+        return [v if type(v) in _IMMUTABLE else _copy_native(v) for v in value]
+    raise _NotNative
+
+
+def fresh_copy(item: Any) -> Any:
+    """A copy of a decoded list item that shares nothing mutable with it, equal type for type.
+
+    LangChain's own messages and values made of msgpack's types (what the decoder builds) are
+    copied field by field; anything else goes through :func:`copy.deepcopy`.
+    """
+    kind = type(item)
+    try:
+        if kind in _ROLES:
+            extra = item.__pydantic_extra__
+            private = item.__pydantic_private__
+            message = kind.__new__(kind)
+            fields = {
+                k: v if type(v) in _IMMUTABLE else _copy_native(v) for k, v in item.__dict__.items()
+            }
+            _set_attribute(message, "__dict__", fields)
+            _set_attribute(message, "__pydantic_fields_set__", set(item.__pydantic_fields_set__))
+            _set_attribute(
+                message, "__pydantic_extra__", None if extra is None else _copy_native(extra)
+            )
+            _set_attribute(
+                message, "__pydantic_private__", None if private is None else _copy_native(private)
+            )
+            return message
+        return _copy_native(item)
+    except _NotNative:
+        return copy.deepcopy(item)
 
 
 def item_channel(doc: Any) -> str:

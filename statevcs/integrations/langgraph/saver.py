@@ -43,9 +43,11 @@ from .codec import (
     EMPTY_PRINT,
     Fingerprinter,
     ListPrint,
+    fresh_copy,
     is_plain,
     item_channel,
     item_value,
+    paused_gc,
     safe_serializer,
     unwrap,
     wrap_writes,
@@ -356,35 +358,35 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
     def _view_lists(self, key: ThreadKey, found: store.Stored) -> dict[str, builtins.list[Any]]:
         """A checkpoint's list channels, decoding only the items the thread's view lacks.
 
-        The view holds the items last returned for this thread and their fingerprints taken
-        when they were decoded: they are handed out again only if they still match (callers
-        and nodes may change them in place), and only for a commit whose list log is the
-        view's plus appended items (known from what put built). Else: decoded from storage.
+        The view holds the thread's items as last decoded from storage; it is private (never
+        handed out), so what get_tuple returns is a fresh copy of it: a caller or a node that
+        changes a returned item changes neither the view nor an earlier result. The view is
+        extended only for a commit whose list log is the view's plus appended items (known
+        from what put built); else the lists are decoded from storage.
         """
         counts = store.channels_of_lists(self.repo, found)
         view = self._views.get(key.branch)
         lists = self._extend_view(found, counts, view) if view is not None else None
-        if lists is None:
+        if lists is None or view is None:
             lists = store.list_items(self.repo, found, self.serde, None)
             self._counts["decoded"] += sum(map(len, lists.values()))
+            view = _View(found.commit_id, lists, sum(counts.values()))
+        self._views[key.branch] = view
+        self._views.move_to_end(key.branch)
+        while len(self._views) > _VIEWS:
+            self._views.popitem(last=False)
+        if found.commit_id not in self._prints:
+            # A later put compares its lists with these prints; taken from the private view,
+            # they are the stored items' (only for commits another handle wrote).
             fingerprint = Fingerprinter(self.serde)
-            prints = {name: fingerprint.of_list(items)[0] for name, items in lists.items()}
+            self._remember(
+                found.commit_id,
+                {name: fingerprint.of_list(items)[0] for name, items in lists.items()},
+            )
             self._counts["scanned"] += fingerprint.items_scanned
-            known = {name: p for name, p in prints.items() if p is not None}
-            if len(known) == len(prints):
-                view = _View(found.commit_id, lists, known, sum(counts.values()))
-                if found.commit_id not in self._prints:
-                    self._remember(found.commit_id, dict(prints))
-            else:
-                view = None
-        if view is None:
-            self._views.pop(key.branch, None)
-        else:
-            self._views[key.branch] = view
-            self._views.move_to_end(key.branch)
-            while len(self._views) > _VIEWS:
-                self._views.popitem(last=False)
-        return {name: builtins.list(items) for name, items in lists.items()}
+        self._counts["copied"] += sum(map(len, lists.values()))
+        with paused_gc():
+            return {name: [fresh_copy(item) for item in items] for name, items in lists.items()}
 
     def _extend_view(
         self, found: store.Stored, counts: Mapping[str, int], view: _View
@@ -423,22 +425,13 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         if not new.keys() <= counts.keys():
             return None
         lists: dict[str, builtins.list[Any]] = {}
-        prints: dict[str, ListPrint] = {}
-        fingerprint = Fingerprinter(self.serde)
         for name, count in counts.items():
             items = [*view.lists.get(name, ()), *new.get(name, ())]
             if len(items) != count:
                 return None
-            made, kept = fingerprint.of_list(items, view.prints.get(name, EMPTY_PRINT))
-            if made is None or not kept:
-                return None  # an item was changed in place since it was decoded
             lists[name] = items
-            prints[name] = made
-        self._counts["scanned"] += fingerprint.items_scanned
-        view.commit_id, view.lists, view.prints = found.commit_id, lists, prints
+        view.commit_id, view.lists = found.commit_id, lists
         view.length += appended
-        if found.commit_id not in self._prints:
-            self._remember(found.commit_id, dict(prints))
         return lists
 
     def _parent_items(self, parent: store.Stored, name: str) -> tuple[Any, ...]:
@@ -1165,13 +1158,11 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
 
 @dataclass
 class _View:
-    """A thread's checkpoint as get_tuple last decoded it (never the objects put was given)."""
+    """A thread's list items as last decoded from storage (private: only copies go out)."""
 
     commit_id: ObjectId
     lists: dict[str, list[Any]]
-    """Its list channels' items, decoded from storage (shared with what was handed out)."""
-    prints: dict[str, ListPrint]
-    """Their fingerprints when decoded (or when last found unchanged)."""
+    """Its list channels' items, decoded from storage."""
     length: int
     """Items in the commit's list log (every list channel)."""
 

@@ -47,6 +47,7 @@ from .codec import (
     item_channel,
     item_doc,
     item_value,
+    paused_gc,
     read_writes,
     unwrap,
     wrap,
@@ -423,16 +424,17 @@ def list_items(
     snap = found.snapshot(repo.objects)
     ids = [*prolly.items(repo.objects, snap.messages), *snap.tail]
     # Decoded per occurrence: an item that appears twice must be two objects.
-    for object_id, doc in zip(ids, repo.objects.iter_docs(ids)):
-        channel: Any = doc.get("channel") if type(doc) is dict else None
-        into = result.get(channel) if type(channel) is str else None
-        if into is None:
-            # item_channel raises its own error for an item naming no channel at all.
-            unknown = item_channel(doc)
-            raise CorruptObject(to_hex(object_id), f"list item of unknown channel {unknown!r}")
-        into.append(item_value(doc, serde))
-        if ids_out is not None:
-            ids_out.setdefault(channel, []).append(object_id)
+    with paused_gc():
+        for object_id, doc in zip(ids, repo.objects.iter_docs(ids)):
+            channel: Any = doc.get("channel") if type(doc) is dict else None
+            into = result.get(channel) if type(channel) is str else None
+            if into is None:
+                # item_channel raises its own error for an item naming no channel at all.
+                unknown = item_channel(doc)
+                raise CorruptObject(to_hex(object_id), f"list item of unknown channel {unknown!r}")
+            into.append(item_value(doc, serde))
+            if ids_out is not None:
+                ids_out.setdefault(channel, []).append(object_id)
     for name, count in lists.items():
         if len(result[name]) != count:
             raise CorruptObject(
