@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgpack
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import (
@@ -257,3 +258,48 @@ def test_fresh_copies_equal_their_item_and_share_nothing_mutable(item: Any) -> N
     copied = fresh_copy(item)
     assert _same(copied, item)
     assert not (_mutable_ids(copied) & _mutable_ids(item))
+
+
+def test_lone_surrogates_in_messages_come_back_exactly() -> None:
+    # Text cut inside a UTF-16 pair: LangGraph's own savers store "?" in its place.
+    saver = StateVCSSaver(statevcs.Repo.init("memory://"))
+    thread = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    messages = [
+        HumanMessage("cut \ud83d here", id="u"),
+        AIMessage("ok", id="a", additional_kwargs={"k\udc00": ["v\ud800"]}),
+    ]
+    checkpoint = {
+        "v": 1,
+        "id": "1",
+        "ts": "2025-01-01T00:00:00+00:00",
+        "channel_values": {"messages": messages},
+        "channel_versions": {"messages": 1},
+        "versions_seen": {},
+        "updated_channels": None,
+    }
+    config = saver.put(thread, checkpoint, {}, {"messages": 1})  # type: ignore[arg-type]
+    saver.put_writes(config, [("messages", [HumanMessage("w\ud83d", id="w")])], "task")
+    for reader in (saver, StateVCSSaver(saver.repo)):
+        got = reader.get_tuple(thread)
+        assert got is not None
+        read = got.checkpoint["channel_values"]["messages"]
+        assert [type(m) for m in read] == [type(m) for m in messages]
+        assert all(_same(a.__dict__, b.__dict__) for a, b in zip(read, messages, strict=True))
+        assert got.pending_writes[0][2][0].content == "w\ud83d"
+
+
+@pytest.mark.parametrize(
+    "packed",
+    [b"\xc1", b"\x91\x01", b"\x91" * 5000, msgpack.packb({"role": "human"}), "text", 5],
+)
+def test_hostile_packed_message_fields_raise_corrupt_object(packed: Any) -> None:
+    doc = {"channel": "m", "role": "human", "mb": packed}
+    with pytest.raises(StateVCSError):
+        item_value(doc, safe_serializer())
+    wrong_role = {
+        "channel": "m",
+        "role": "ai",
+        "mb": msgpack.packb({"role": "human", "content": "x", "lc": {}}),
+    }
+    with pytest.raises(StateVCSError):
+        item_value(wrong_role, safe_serializer())

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
+import msgpack
 import ormsgpack
 from langchain_core.messages import (
     AIMessage,
@@ -342,11 +343,12 @@ def _validated(cls: type[BaseMessage], fields: dict[Any, Any], doc: dict[str, An
         ) from None
 
 
-def is_plain(value: Any, *, allow_bytes: bool) -> bool:
+def is_plain(value: Any, *, allow_bytes: bool, allow_surrogates: bool = False) -> bool:
     """Whether ``value`` reads back equal and of the same types from JSON (or msgpack).
 
     Exact types only (a ``tuple`` or a ``str`` subclass is not plain: it would come back as
-    something else); dict keys must be strings; floats finite; ints within 64 bits.
+    something else); dict keys must be strings; floats finite; ints within 64 bits; strings
+    valid UTF-8 unless ``allow_surrogates`` (msgpack with ``surrogatepass`` keeps those).
     """
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
@@ -355,7 +357,7 @@ def is_plain(value: Any, *, allow_bytes: bool) -> bool:
         if item is None or kind is bool:
             continue
         if kind is str:
-            if not item.isascii():
+            if not item.isascii() and not allow_surrogates:
                 try:
                     item.encode("utf-8")
                 except UnicodeEncodeError:
@@ -380,7 +382,9 @@ def is_plain(value: Any, *, allow_bytes: bool) -> bool:
             continue
         if kind is dict:
             for key, child in item.items():
-                if type(key) is not str or not is_plain(key, allow_bytes=False):
+                if type(key) is not str or not is_plain(
+                    key, allow_bytes=False, allow_surrogates=allow_surrogates
+                ):
                     return False
                 stack.append((child, depth + 1))
             continue
@@ -448,7 +452,7 @@ def _lc_doc(channel: str, item: Any) -> dict[str, Any] | None:
         doc = item_doc(channel, item, _NO_SERDE)
     except TypeError:
         return None
-    return doc if "lc" in doc else None
+    return doc if "lc" in doc or "mb" in doc else None
 
 
 def unwrap(doc: Any, serde: SerializerProtocol, where: str) -> Any:
@@ -481,7 +485,7 @@ def _bad(where: str) -> Any:
 
 
 def _message(doc: Any, where: str) -> Any:
-    if not (isinstance(doc, dict) and "lc" in doc):
+    if not (isinstance(doc, dict) and ("lc" in doc or "mb" in doc)):
         _bad(where)
     return item_value(doc, _NO_SERDE)
 
@@ -520,6 +524,12 @@ def item_doc(channel: str, item: Any, serde: SerializerProtocol) -> dict[str, An
             doc["tool_calls"] = data.pop("tool_calls")  # on top too: statevcs show prints them
         if is_plain(doc, allow_bytes=True):
             return doc
+        if is_plain(doc, allow_bytes=True, allow_surrogates=True):
+            # Lone surrogates (text cut inside a UTF-16 pair): LangGraph's msgpack would store
+            # "?" in their place; the fields go as msgpack bytes that keep them.
+            del doc["channel"]
+            packed = msgpack.packb(doc, use_bin_type=True, unicode_errors="surrogatepass")
+            return {"channel": channel, "role": role, "mb": packed}
     if kind is str and is_plain(item, allow_bytes=False):
         return {"channel": channel, "content": item}
     return {"channel": channel, **wrap(item, serde)}
@@ -530,6 +540,8 @@ def item_value(doc: Any, serde: SerializerProtocol) -> Any:
     if isinstance(doc, dict):
         if "lc" in doc:
             return _stored_message(doc)
+        if "mb" in doc:
+            return _stored_message(_surrogate_fields(doc))
         if "content" in doc and "v" not in doc and "t" not in doc and "s" not in doc:
             return doc["content"]
     return unwrap(doc, serde, "a list channel's item")
@@ -602,6 +614,26 @@ def fresh_copy(item: Any) -> Any:
         return _copy_native(item)
     except _NotNative:
         return copy.deepcopy(item)
+
+
+def _surrogate_fields(doc: dict[str, Any]) -> dict[str, Any]:
+    """The message document :func:`item_doc` packed to keep lone surrogates."""
+    packed = doc["mb"]
+    try:
+        if type(packed) is not bytes:
+            raise ValueError("not bytes")
+        fields = msgpack.unpackb(
+            packed, raw=False, unicode_errors="surrogatepass", strict_map_key=True
+        )
+    except (ValueError, TypeError, msgpack.exceptions.ExtraData) as exc:
+        raise CorruptObject(
+            "(checkpoint)", f"a stored message's packed fields do not decode ({type(exc).__name__})"
+        ) from None
+    if type(fields) is not dict or "lc" not in fields or "mb" in fields:
+        raise CorruptObject("(checkpoint)", "a stored message's packed fields are not a message")
+    if doc.get("role") != fields.get("role"):
+        raise CorruptObject("(checkpoint)", "a stored message names two roles")
+    return fields
 
 
 def item_channel(doc: Any) -> str:
