@@ -128,10 +128,12 @@ class RefConflict(RefError):
         self.expected = expected
         self.actual = actual
         advice = hint or "re-read the ref (or check out again) and retry"
-        super().__init__(
-            f"ref {ref} moved concurrently: expected {expected or '(none)'}, "
-            f"found {actual or '(none)'}; {advice}"
+        seen = (
+            ""
+            if expected is None and actual is None
+            else f": expected {expected or '(none)'}, found {actual or '(none)'}"
         )
+        super().__init__(f"ref {ref} moved concurrently{seen}; {advice}")
 
 
 class RefsChanged(RefError):

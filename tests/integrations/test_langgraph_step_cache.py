@@ -261,3 +261,11 @@ def test_items_decoded_and_walked_per_turn_do_not_grow_with_the_thread() -> None
     assert decoded == 2
     assert scanned <= 4
     assert len(app.get_state(config).values["messages"]) == 300
+
+
+def test_delete_thread_drops_the_threads_cached_items(tmp_path: Path) -> None:
+    saver, _config, _got = _start(tmp_path / "repo")
+    assert saver._views
+    saver.delete_thread("t")
+    assert not saver._views
+    assert saver.get_tuple(_thread()) is None

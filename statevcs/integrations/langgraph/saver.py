@@ -65,6 +65,10 @@ from .names import (
 )
 
 _ATTEMPTS = 16
+_GAVE_UP = (
+    f"other writers moved it first {_ATTEMPTS} times in a row while this call retried; "
+    "retry the call (and spread writes to one thread over fewer processes)"
+)
 _CACHE = 32
 _VIEWS = 32
 _DERIVED = 4096
@@ -471,7 +475,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                         key.checkpoint_ns,
                         checkpoint_id,
                     )
-        raise RefConflict(key.branch, None, None, f"gave up after {_ATTEMPTS} attempts")
+        raise RefConflict(key.branch, None, None, _GAVE_UP)
 
     def _put_once(
         self,
@@ -798,7 +802,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             for _attempt in range(_ATTEMPTS):
                 if self._put_writes_once(key, checkpoint_id, new):
                     return
-        raise RefConflict(key.branch, None, None, f"gave up after {_ATTEMPTS} attempts")
+        raise RefConflict(key.branch, None, None, _GAVE_UP)
 
     def _put_writes_once(self, key: ThreadKey, checkpoint_id: str, new: store.Writes) -> bool:
         # Always the side ref (one small commit, one ref move): the checkpoint's own commit is
@@ -877,11 +881,13 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                 # Read again after each batch: a writer may have added a ref between the reads
                 # of the thread's folders; done only when none is left.
                 refs = self._thread_refs(thread)
+                for name in [n for n in self._views if n in refs]:
+                    del self._views[name]  # its messages need not stay in memory
                 if not refs:
                     return
                 note = "langgraph: delete thread"
                 self._apply([RefUpdate(n, None, v, note) for n, v in sorted(refs.items())], {})
-        raise RefConflict(BRANCH_ROOT + thread, None, None, f"gave up after {_ATTEMPTS} attempts")
+        raise RefConflict(BRANCH_ROOT + thread, None, None, _GAVE_UP)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Make ``target_thread_id`` a copy of ``source_thread_id``: new refs, shared objects.
@@ -920,7 +926,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                         )
                 if not updates or self._apply(updates + guards, {}):
                     return
-        raise RefConflict(BRANCH_ROOT + target, None, None, f"gave up after {_ATTEMPTS} attempts")
+        raise RefConflict(BRANCH_ROOT + target, None, None, _GAVE_UP)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete every checkpoint (and its writes) written by one of ``run_ids``.
@@ -1008,7 +1014,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             )
             if self._apply(updates, objects):
                 return
-        raise RefConflict(key.branch, None, None, f"gave up after {_ATTEMPTS} attempts")
+        raise RefConflict(key.branch, None, None, _GAVE_UP)
 
     # --- delta channels ------------------------------------------------------------------
 
