@@ -112,7 +112,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         # whatever the caller does to the objects it passed or got back).
         self._prints: OrderedDict[ObjectId, dict[str, Prints]] = OrderedDict()
         # branch -> the list items get_tuple last decoded for it, with their fingerprints then.
-        self._views: OrderedDict[str, _View] = OrderedDict()
+        self._views: OrderedDict[str, _View | None] = OrderedDict()
         # commit -> (parent commit, items appended to the parent's list log): what put built.
         # Commits are content-addressed, so this stays true whoever moves the refs.
         self._derived: OrderedDict[ObjectId, tuple[ObjectId, int]] = OrderedDict()
@@ -337,8 +337,15 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         cached = self._prints.get(parent.commit_id)
         if cached is None:
             fingerprint = Fingerprinter(self.serde)
-            lists = store.list_items(self.repo, parent, self.serde, None)
-            self._counts["decoded"] += sum(map(len, lists.values()))
+            # The thread's private view holds exactly the stored items (nobody else can change
+            # them): fingerprint those rather than decode the lists again.
+            views = (v for v in self._views.values() if v and v.commit_id == parent.commit_id)
+            view = next(views, None)
+            if view is not None:
+                lists = view.lists
+            else:
+                lists = store.list_items(self.repo, parent, self.serde, None)
+                self._counts["decoded"] += sum(map(len, lists.values()))
             cached = {name: fingerprint.of_list(items)[0] for name, items in lists.items()}
             self._counts["scanned"] += fingerprint.items_scanned
             self._remember(parent.commit_id, cached)
@@ -366,7 +373,9 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         handed out), so what get_tuple returns is a fresh copy of it: a caller or a node that
         changes a returned item changes neither the view nor an earlier result. The view is
         extended only for a commit whose list log is the view's plus appended items (known
-        from what put built); else the lists are decoded from storage.
+        from what put built); else the lists are decoded from storage. A thread's first read
+        hands out what it decoded and keeps no copy (a one-off restore pays for no view);
+        its second read on that thread keeps one.
         """
         counts = store.channels_of_lists(self.repo, found)
         view = self._views.get(key.branch)
@@ -374,23 +383,21 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         if lists is None or view is None:
             lists = store.list_items(self.repo, found, self.serde, None)
             self._counts["decoded"] += sum(map(len, lists.values()))
+            if key.branch not in self._views:
+                self._views[key.branch] = None
+                self._trim_views(key.branch)
+                return lists
             view = _View(found.commit_id, lists, sum(counts.values()))
         self._views[key.branch] = view
-        self._views.move_to_end(key.branch)
-        while len(self._views) > _VIEWS:
-            self._views.popitem(last=False)
-        if found.commit_id not in self._prints:
-            # A later put compares its lists with these prints; taken from the private view,
-            # they are the stored items' (only for commits another handle wrote).
-            fingerprint = Fingerprinter(self.serde)
-            self._remember(
-                found.commit_id,
-                {name: fingerprint.of_list(items)[0] for name, items in lists.items()},
-            )
-            self._counts["scanned"] += fingerprint.items_scanned
+        self._trim_views(key.branch)
         self._counts["copied"] += sum(map(len, lists.values()))
         with paused_gc():
             return {name: [fresh_copy(item) for item in items] for name, items in lists.items()}
+
+    def _trim_views(self, branch: str) -> None:
+        self._views.move_to_end(branch)
+        while len(self._views) > _VIEWS:
+            self._views.popitem(last=False)
 
     def _extend_view(
         self, found: store.Stored, counts: Mapping[str, int], view: _View
