@@ -49,11 +49,6 @@ def _fresh(path: Path) -> StateVCSSaver:
     return StateVCSSaver(statevcs.Repo.open(path))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="metadata_of copies only the top level: a nested value edited in a returned "
-    "metadata is the cached commit's, so later reads return it and a rewrite stores it",
-)
 def test_editing_returned_metadata_is_never_stored_by_a_later_rewrite(tmp_path: Path) -> None:
     # metadata_of copied only the top level: its nested values were the cached commit's own.
     saver = StateVCSSaver(statevcs.Repo.init(tmp_path))
