@@ -17,7 +17,7 @@ import statevcs
 from statevcs.cli import cli
 from statevcs.integrations.langgraph import StateVCSSaver
 
-_THREAD = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+_THREAD: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
 
 
 def _exact(a: Any, b: Any) -> bool:
@@ -45,6 +45,10 @@ def _checkpoint(checkpoint_id: str, values: dict[str, Any], version: int) -> Any
     }
 
 
+def _meta(tags: list[str]) -> Any:
+    return {"tags": tags}
+
+
 def _fresh(path: Path) -> StateVCSSaver:
     return StateVCSSaver(statevcs.Repo.open(path))
 
@@ -53,18 +57,19 @@ def test_editing_returned_metadata_is_never_stored_by_a_later_rewrite(tmp_path: 
     # metadata_of copied only the top level: its nested values were the cached commit's own.
     saver = StateVCSSaver(statevcs.Repo.init(tmp_path))
     first = _checkpoint("1", {"n": 1}, 1)
-    one = saver.put(_THREAD, first, {"tags": ["a"]}, {"n": 1})  # type: ignore[arg-type]
-    saver.put(one, _checkpoint("2", {"n": 2}, 2), {"tags": ["b"]}, {"n": 2})  # type: ignore[arg-type]
+    one = saver.put(_THREAD, first, _meta(["a"]), {"n": 1})
+    saver.put(one, _checkpoint("2", {"n": 2}, 2), _meta(["b"]), {"n": 2})
     held = saver.get_tuple(_THREAD)
     assert held is not None
-    held.metadata["tags"].append("edited by the caller")  # type: ignore[typeddict-item]
+    tags: Any = dict(held.metadata)["tags"]
+    tags.append("edited by the caller")  # in place, as a node might
     again = saver.get_tuple(_THREAD)
-    assert again is not None and again.metadata["tags"] == ["b"]  # type: ignore[typeddict-item]
+    assert again is not None and dict(again.metadata)["tags"] == ["b"]
     # Putting checkpoint "1" again re-encodes its child "2" (a rewrite of the thread).
-    saver.put(_THREAD, first, {"tags": ["a", "again"]}, {"n": 1})  # type: ignore[arg-type]
+    saver.put(_THREAD, first, _meta(["a", "again"]), {"n": 1})
     saver.prune(["t"], strategy="keep_latest")
     got = _fresh(tmp_path).get_tuple(_THREAD)
-    assert got is not None and got.metadata["tags"] == ["b"]  # type: ignore[typeddict-item]
+    assert got is not None and dict(got.metadata)["tags"] == ["b"]
 
 
 _CUT = "cut \ud83d here"
@@ -95,7 +100,7 @@ def test_lone_surrogates_are_kept_or_refused_never_replaced(tmp_path: Path, valu
     got = _fresh(tmp_path).get_tuple(_THREAD)
     assert got is not None
     assert _exact(got.checkpoint["channel_values"], values)
-    assert _exact(got.pending_writes[0][2], value)
+    assert got.pending_writes is not None and _exact(got.pending_writes[0][2], value)
 
 
 @pytest.mark.xfail(
