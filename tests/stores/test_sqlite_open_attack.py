@@ -13,11 +13,6 @@ from statevcs import Repo
 from statevcs.stores.sqlite import DB_FILENAME, SQLiteStore
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a repository opened while another process is inside Repo.init (tables made, "
-    "format not yet written) is reported as 'format None ... use a matching statevcs version'",
-)
 def test_a_repository_whose_creation_has_not_finished_is_not_called_another_version(
     tmp_path: Path,
 ) -> None:
