@@ -6,6 +6,7 @@ Every read is compared with a fresh saver on the same repository (no caches), ty
 from __future__ import annotations
 
 import datetime
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +120,28 @@ def test_show_prints_a_surrogate_message_escaped(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "(empty)" not in result.output
     assert "cut" in result.output and "look" in result.output
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="errors whose __init__ takes other arguments than the message do not survive "
+    "pickling (a process pool re-raising a worker's RefConflict gets a TypeError instead)",
+)
+@pytest.mark.parametrize(
+    "error",
+    [
+        statevcs.errors.RefConflict("refs/heads/threads/t", None, None, "retry the step"),
+        statevcs.errors.RefConflict("refs/heads/main", "ab" * 32, None),
+        statevcs.errors.StaleCache(3, 4),
+        statevcs.errors.CorruptObject("ab" * 32, "a bad field"),
+        statevcs.errors.MissingObject("ab" * 32, "a commit's tree"),
+        statevcs.errors.InvalidRefName("a..b", "it holds '..'"),
+        statevcs.errors.AmbiguousRevision("ab", ["ab12", "ab34"]),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_errors_survive_pickling(error: statevcs.StateVCSError) -> None:
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is type(error)
+    assert str(back) == str(error)
+    assert back.__dict__ == error.__dict__
