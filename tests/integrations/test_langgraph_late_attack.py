@@ -122,11 +122,6 @@ def test_show_prints_a_surrogate_message_escaped(tmp_path: Path) -> None:
     assert "cut" in result.output and "look" in result.output
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="errors whose __init__ takes other arguments than the message do not survive "
-    "pickling (a process pool re-raising a worker's RefConflict gets a TypeError instead)",
-)
 @pytest.mark.parametrize(
     "error",
     [
@@ -136,6 +131,9 @@ def test_show_prints_a_surrogate_message_escaped(tmp_path: Path) -> None:
         statevcs.errors.CorruptObject("ab" * 32, "a bad field"),
         statevcs.errors.MissingObject("ab" * 32, "a commit's tree"),
         statevcs.errors.InvalidRefName("a..b", "it holds '..'"),
+        statevcs.errors.MergeConflict("diverged", ["k"], messages=True),
+        statevcs.errors.SerializationError("cannot store it", "state['x']"),
+        statevcs.RepositoryNotFound("no repository here"),
         statevcs.errors.AmbiguousRevision("ab", ["ab12", "ab34"]),
     ],
     ids=lambda e: type(e).__name__,
