@@ -143,3 +143,19 @@ def test_errors_survive_pickling(error: statevcs.StateVCSError) -> None:
     assert type(back) is type(error)
     assert str(back) == str(error)
     assert back.__dict__ == error.__dict__
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="list() decodes each distinct stored item once (store.Decoded) and puts that one "
+    "object at every position holding it: editing one item of a listed checkpoint edits its "
+    "equal twin too (get_tuple decodes per occurrence)",
+)
+def test_a_listed_checkpoint_holds_equal_items_as_separate_objects(tmp_path: Path) -> None:
+    saver = StateVCSSaver(statevcs.Repo.init(tmp_path))
+    items: list[Any] = [{"tool": "search", "args": ["q"]}, {"tool": "search", "args": ["q"]}]
+    saver.put(_THREAD, _checkpoint("1", {"messages": items}, 1), {}, {"messages": 1})
+    (listed,) = saver.list(_THREAD)
+    first, second = listed.checkpoint["channel_values"]["messages"]
+    first["args"].append("edited")  # in place, as a node might before putting it back
+    assert second == {"tool": "search", "args": ["q"]}
