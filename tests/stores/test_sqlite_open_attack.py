@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -76,3 +80,56 @@ def test_a_repository_left_by_a_crash_opens_with_every_commit(tmp_path: Path) ->
         state: dict[str, object] = {}
         reopened.checkout(state, "main")
         assert state == {"messages": [{"role": "user", "content": "m2"}]}
+
+
+@contextmanager
+def _read_only(folder: Path) -> Iterator[Path]:
+    """``folder``'s files on a read-only filesystem (a tmpfs remounted read-only when run as
+    root, since root ignores permissions; else the folder made read-only)."""
+    if os.geteuid() != 0:
+        os.chmod(folder, 0o555)
+        try:
+            yield folder
+        finally:
+            os.chmod(folder, 0o755)
+        return
+    mount = folder.with_name(folder.name + "-ro")
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], check=True)
+    try:
+        for file in folder.iterdir():
+            shutil.copyfile(file, mount / file.name)
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="on a read-only filesystem SQLite cannot make the -shm file, and read_config took "
+    "its 'unable to open database file' for a stranger's file: a real repository was called "
+    "'not a statevcs repository'",
+)
+@pytest.mark.parametrize("crashed", [False, True], ids=["clean", "crashed"])
+def test_a_repository_on_read_only_media_is_not_called_a_stranger(
+    tmp_path: Path, crashed: bool
+) -> None:
+    live = tmp_path / "live"
+    repo = Repo.init(live)
+    try:
+        repo.store._db.execute("PRAGMA wal_autocheckpoint=0")  # type: ignore[attr-defined]
+        repo.commit({"n": 1}, message="kept")
+        if crashed:
+            _crashed_copy(live / DB_FILENAME, tmp_path / "repo")
+    finally:
+        repo.close()
+    if not crashed:
+        shutil.copytree(live, tmp_path / "repo")
+    with _read_only(tmp_path / "repo") as folder:
+        try:
+            Repo.open(folder).close()
+        except statevcs.RepositoryNotFound:
+            raise
+        except statevcs.StoreError as error:
+            assert "not a statevcs repository" not in str(error)
