@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 
 class StateVCSError(Exception):
     """Base class of every error statevcs raises on purpose."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickling re-calls __init__ with the message alone by default, which fails for the
+        # errors that take other arguments (a worker process's error would not come back).
+        return (_rebuilt, (type(self), self.args, self.__dict__))
+
+
+def _rebuilt(cls: type[StateVCSError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    """An unpickled error: its message and attributes as they were, no __init__ run."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 # --- repository ---------------------------------------------------------------

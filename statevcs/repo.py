@@ -1128,6 +1128,13 @@ def _location(path: object) -> str:
 
 
 def _check_format(found: str | None, where: str) -> None:
+    if found is None:
+        # Repo.init writes the format after the tables, in a later transaction.
+        raise RepositoryError(
+            f"{where} holds a statevcs repository whose creation has not finished (it records "
+            "no format yet): if another process is creating it, try again in a moment; else "
+            "its creation was interrupted: remove it and run `statevcs init` again"
+        )
     if found != REPOSITORY_FORMAT:
         raise RepositoryError(
             f"{where} holds a statevcs repository in format {found!r}, but this version "

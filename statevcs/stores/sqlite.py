@@ -217,6 +217,8 @@ def _classify(file: Path, *, immutable: bool) -> RepositoryNotFound | None:
                 for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             }
         except sqlite3.DatabaseError as exc:
+            if _cannot_open(exc):
+                raise _unopenable(file, exc) from exc
             if not _transient(exc):
                 return _not_found(file, "not an SQLite database" if _not_a_db(exc) else str(exc))
             if attempt == _TRANSIENT_ATTEMPTS - 1:
@@ -237,6 +239,21 @@ def _not_a_db(exc: sqlite3.DatabaseError) -> bool:
     return getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB"
 
 
+def _cannot_open(exc: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite could not open the file or its sidecars (permissions, read-only media):
+    that says nothing about whose file it is."""
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    return name.startswith(("SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_READONLY"))
+
+
+def _unopenable(file: Path, exc: sqlite3.DatabaseError) -> StoreError:
+    return StoreError(
+        f"cannot read {file}: {exc}; SQLite must be able to read it and to create or use "
+        f"{file.name}-shm beside it: check the folder's permissions (on read-only media, "
+        "copy the repository to a writable folder first)"
+    )
+
+
 def _transient(exc: sqlite3.DatabaseError) -> bool:
     """Whether SQLite's error may pass on a retry (busy, locked, I/O) rather than name a
     file that is not a database."""
@@ -250,6 +267,8 @@ def _read_config(file: Path) -> dict[str, str]:
         try:
             return {str(k): str(v) for k, v in db.execute("SELECT key, value FROM config")}
         except sqlite3.DatabaseError as exc:
+            if _cannot_open(exc):
+                raise _unopenable(file, exc) from exc
             if not _transient(exc):
                 raise _not_found(file, str(exc)) from None
             if attempt == _TRANSIENT_ATTEMPTS - 1:

@@ -43,6 +43,7 @@ from ...stores.base import RefUpdate
 from ...structures import prolly
 from ...structures.maps import read_map
 from .codec import (
+    fresh_copy,
     is_plain,
     item_channel,
     item_doc,
@@ -337,11 +338,13 @@ def checkpoint_us(ts: object) -> int:
 
 def metadata_of(repo: Repo, found: Stored, serde: SerializerProtocol) -> dict[str, Any]:
     """LangGraph's metadata of a checkpoint."""
+    # A copy that shares nothing: the nested values belong to the cached commit (and its
+    # extras), which a later rewrite of the thread encodes again.
     meta = found.commit.metadata.get("metadata")
     if isinstance(meta, dict):
-        return dict(meta)
+        return dict(fresh_copy(meta))
     value = unwrap(found.extras(repo.objects).get("metadata"), serde, "the metadata")
-    return dict(value) if isinstance(value, dict) else {}
+    return dict(fresh_copy(value)) if isinstance(value, dict) else {}
 
 
 class Decoded:
