@@ -50,7 +50,7 @@ from langgraph.checkpoint.serde.jsonplus import (
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from pydantic import BaseModel
 
-from ...errors import CorruptObject
+from ...errors import CorruptObject, SerializationError
 from .errors import UnsafeValue
 
 _INT_MIN = -(2**63)
@@ -399,8 +399,58 @@ def wrap(value: Any, serde: SerializerProtocol) -> dict[str, Any]:
     if type(value) is str:
         # Lone surrogates: LangGraph's msgpack would store "?" in their place.
         return {"s": value.encode("utf-8", "surrogatepass")}
+    if is_plain(value, allow_bytes=True, allow_surrogates=True):
+        return {"sp": msgpack.packb(value, use_bin_type=True, unicode_errors="surrogatepass")}
+    if _holds_lone_surrogate(value):
+        raise SerializationError(
+            "the value holds text with lone surrogates (a string cut inside a UTF-16 pair) "
+            "inside a type LangGraph's serde encodes, which would store '?' in their place; "
+            "repair the text (e.g. text.encode('utf-16', 'surrogatepass').decode('utf-16')) "
+            "or keep it in plain dicts, lists and strings, which are stored exactly",
+            "a value",
+        )
     tag, data = serde.dumps_typed(value)
     return {"t": tag, "b": data}
+
+
+_WALK_LIMIT = 100_000
+
+
+def _holds_lone_surrogate(value: Any) -> bool:
+    """Whether a string inside ``value`` (containers, models' fields) has a lone surrogate.
+
+    Bounded: a value too large to walk is left to the serde (``False``).
+    """
+    stack = [value]
+    seen: set[int] = set()
+    while stack:
+        if len(seen) > _WALK_LIMIT:
+            return False
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or isinstance(item, str):
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return True
+            continue
+        if item is None or isinstance(item, (bool, int, float, bytes, bytearray)):
+            continue
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(item)
+        elif isinstance(item, BaseModel):
+            stack.append(item.__dict__)
+            stack.append(item.__pydantic_extra__)
+        elif hasattr(item, "__dict__") and isinstance(vars(item), dict):
+            stack.append(vars(item))
+    return False
 
 
 def wrap_messages(value: Any, channel: str) -> dict[str, Any] | None:
@@ -465,6 +515,8 @@ def unwrap(doc: Any, serde: SerializerProtocol, where: str) -> Any:
                 return doc["s"].decode("utf-8", "surrogatepass")
             except UnicodeDecodeError:
                 _bad(where)
+        if "sp" in doc:
+            return _surrogate_value(doc["sp"], where)
         if "m" in doc:
             return _message(doc["m"], where)
         if "ml" in doc and isinstance(doc["ml"], list):
@@ -478,6 +530,26 @@ def unwrap(doc: Any, serde: SerializerProtocol, where: str) -> Any:
         if isinstance(tag, str) and isinstance(data, bytes):
             return serde.loads_typed((tag, data))
     raise CorruptObject("(checkpoint)", f"{where} is not a stored LangGraph value")
+
+
+def _no_ext(code: int, data: bytes) -> Any:
+    raise ValueError(f"msgpack extension {code}: not stored by this saver")
+
+
+def _surrogate_value(packed: Any, where: str) -> Any:
+    if type(packed) is not bytes:
+        _bad(where)
+    try:
+        value = msgpack.unpackb(
+            packed, raw=False, unicode_errors="surrogatepass", strict_map_key=True, ext_hook=_no_ext
+        )
+    except (ValueError, TypeError) as exc:
+        raise CorruptObject(
+            "(checkpoint)", f"{where} does not decode ({type(exc).__name__})"
+        ) from None
+    if not is_plain(value, allow_bytes=True, allow_surrogates=True):
+        _bad(where)
+    return value
 
 
 def _bad(where: str) -> Any:
@@ -623,7 +695,7 @@ def _surrogate_fields(doc: dict[str, Any]) -> dict[str, Any]:
         if type(packed) is not bytes:
             raise ValueError("not bytes")
         fields = msgpack.unpackb(
-            packed, raw=False, unicode_errors="surrogatepass", strict_map_key=True
+            packed, raw=False, unicode_errors="surrogatepass", strict_map_key=True, ext_hook=_no_ext
         )
     except (ValueError, TypeError, msgpack.exceptions.ExtraData) as exc:
         raise CorruptObject(

@@ -23,7 +23,7 @@ Nothing here writes: functions return objects and ref updates for one atomic ``r
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, overload
@@ -359,29 +359,48 @@ class Decoded:
 
     def __init__(self) -> None:
         self.items: dict[ObjectId, tuple[str, Any]] = {}
-        self.roots: dict[ObjectId, dict[str, list[Any]]] = {}
+        self.roots: dict[ObjectId, tuple[dict[str, list[Any]], set[ObjectId]]] = {}
 
     def decode(
-        self, repo: Repo, ids: Sequence[ObjectId], serde: SerializerProtocol
+        self,
+        repo: Repo,
+        ids: Sequence[ObjectId],
+        serde: SerializerProtocol,
+        taken: Container[ObjectId] = (),
     ) -> list[tuple[str, Any]]:
-        """The ``(channel, value)`` of each item id (decoding those not seen yet)."""
+        """The ``(channel, value)`` of each item id (decoding those not seen yet).
+
+        An id met again in ``ids``, or already in ``taken`` (the other items of the same
+        checkpoint), gets its own copy: one checkpoint never holds one object twice.
+        """
         items = self.items
         wanted = [i for i in dict.fromkeys(ids) if i not in items]
         if wanted:
             for object_id, doc in zip(wanted, repo.objects.load_docs(wanted)):
                 items[object_id] = (item_channel(doc), item_value(doc, serde))
-        return [items[i] for i in ids]
+        out: list[tuple[str, Any]] = []
+        seen: set[ObjectId] = set()
+        for object_id in ids:
+            channel, value = items[object_id]
+            if object_id in seen or object_id in taken:
+                value = fresh_copy(value)
+            seen.add(object_id)
+            out.append((channel, value))
+        return out
 
-    def below(self, repo: Repo, root: ObjectId, serde: SerializerProtocol) -> dict[str, list[Any]]:
-        """The items under prolly root ``root``, by channel (do not mutate the lists)."""
+    def below(
+        self, repo: Repo, root: ObjectId, serde: SerializerProtocol
+    ) -> tuple[dict[str, list[Any]], set[ObjectId]]:
+        """The items under prolly root ``root`` by channel, and their ids (do not mutate)."""
         cached = self.roots.get(root)
         if cached is None:
-            cached = {}
-            for channel, value in self.decode(repo, prolly.items(repo.objects, root), serde):
-                cached.setdefault(channel, []).append(value)
+            ids = prolly.items(repo.objects, root)
+            lists: dict[str, list[Any]] = {}
+            for channel, value in self.decode(repo, ids, serde):
+                lists.setdefault(channel, []).append(value)
             if len(self.roots) >= self._ROOTS:
                 del self.roots[next(iter(self.roots))]
-            self.roots[root] = cached
+            cached = self.roots[root] = (lists, set(ids))
         return cached
 
 
@@ -389,9 +408,9 @@ def _shared_lists(
     repo: Repo, found: Stored, serde: SerializerProtocol, memo: Decoded, lists: dict[str, int]
 ) -> dict[str, list[Any]]:
     snap = found.snapshot(repo.objects)
-    below = memo.below(repo, snap.messages, serde)
+    below, below_ids = memo.below(repo, snap.messages, serde)
     tail: dict[str, list[Any]] = {}
-    for channel, value in memo.decode(repo, snap.tail, serde):
+    for channel, value in memo.decode(repo, snap.tail, serde, below_ids):
         tail.setdefault(channel, []).append(value)
     unknown = (set(below) | set(tail)) - set(lists)
     if unknown:
