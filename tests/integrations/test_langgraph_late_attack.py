@@ -101,11 +101,6 @@ def test_lone_surrogates_are_kept_or_refused_never_replaced(tmp_path: Path, valu
     assert got.pending_writes is not None and _exact(got.pending_writes[0][2], value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a message stored packed (it holds lone surrogates) has no 'content' in its "
-    "document, so `statevcs show` prints '(empty)' for it and hides its tool calls",
-)
 def test_show_prints_a_surrogate_message_escaped(tmp_path: Path) -> None:
     saver = StateVCSSaver(statevcs.Repo.init(tmp_path))
     messages = [

@@ -601,7 +601,11 @@ def item_doc(channel: str, item: Any, serde: SerializerProtocol) -> dict[str, An
             # "?" in their place; the fields go as msgpack bytes that keep them.
             del doc["channel"]
             packed = msgpack.packb(doc, use_bin_type=True, unicode_errors="surrogatepass")
-            return {"channel": channel, "role": role, "mb": packed}
+            # What `statevcs show` prints (escaped text); the message is read from "mb".
+            preview: dict[str, Any] = {
+                k: _escaped(doc[k]) for k in ("content", "tool_calls") if k in doc
+            }
+            return {"channel": channel, "role": role, **preview, "mb": packed}
     if kind is str and is_plain(item, allow_bytes=False):
         return {"channel": channel, "content": item}
     return {"channel": channel, **wrap(item, serde)}
@@ -686,6 +690,17 @@ def fresh_copy(item: Any) -> Any:
         return _copy_native(item)
     except _NotNative:
         return copy.deepcopy(item)
+
+
+def _escaped(value: Any) -> Any:
+    """``value`` with every string's lone surrogates written as ``\\udXXX`` (valid UTF-8)."""
+    if type(value) is str:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if type(value) is dict:
+        return {_escaped(k): _escaped(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_escaped(v) for v in value]
+    return value
 
 
 def _surrogate_fields(doc: dict[str, Any]) -> dict[str, Any]:
