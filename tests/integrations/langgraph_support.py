@@ -193,3 +193,34 @@ __all__ = [
     "plain",
     "weather",
 ]
+
+
+def exact(a: Any, b: Any) -> bool:
+    """Equal with the same types everywhere and dict keys in the same order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, BaseMessage):
+        return exact(a.__dict__, b.__dict__) and exact(a.__pydantic_extra__, b.__pydantic_extra__)
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(exact(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(exact(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def checkpoint(checkpoint_id: str, values: dict[str, Any], version: int) -> Any:
+    """A checkpoint holding ``values``, every channel at ``version`` (for direct saver calls)."""
+    return {
+        "v": 1,
+        "id": checkpoint_id,
+        "ts": "2025-01-01T00:00:00+00:00",
+        "channel_values": values,
+        "channel_versions": dict.fromkeys(values, version),
+        "versions_seen": {},
+        "updated_channels": None,
+    }
+
+
+def thread(thread_id: str = "t") -> Any:
+    """The config of thread ``thread_id``'s root namespace."""
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}

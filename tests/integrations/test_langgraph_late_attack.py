@@ -12,38 +12,16 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 
 import statevcs
 from statevcs.cli import cli
 from statevcs.integrations.langgraph import StateVCSSaver
 
+from .langgraph_support import checkpoint as _checkpoint
+from .langgraph_support import exact as _exact
+
 _THREAD: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
-
-
-def _exact(a: Any, b: Any) -> bool:
-    """Equal with the same types everywhere and dict keys in the same order."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, BaseMessage):
-        return _exact(a.__dict__, b.__dict__) and _exact(a.__pydantic_extra__, b.__pydantic_extra__)
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_exact(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple):
-        return len(a) == len(b) and all(_exact(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
-def _checkpoint(checkpoint_id: str, values: dict[str, Any], version: int) -> Any:
-    return {
-        "v": 1,
-        "id": checkpoint_id,
-        "ts": "2025-01-01T00:00:00+00:00",
-        "channel_values": values,
-        "channel_versions": dict.fromkeys(values, version),
-        "versions_seen": {},
-        "updated_channels": None,
-    }
 
 
 def _meta(tags: list[str]) -> Any:

@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypedDict
 
 import pydantic
 import pytest
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -25,38 +25,13 @@ from statevcs.integrations.langgraph import StateVCSSaver, UnsafeValue
 from statevcs.integrations.langgraph import codec as codec_module
 from statevcs.integrations.langgraph.codec import Fingerprinter, safe_serializer
 
+from .langgraph_support import checkpoint as _checkpoint
+from .langgraph_support import exact as _exact
+from .langgraph_support import thread as _thread
+
 
 class _Memo(AIMessage):
     """A message subclass an application defines (module level: importable by the serde)."""
-
-
-def _exact(a: Any, b: Any) -> bool:
-    """Equal with the same types everywhere and dict keys in the same order."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, BaseMessage):
-        return _exact(a.__dict__, b.__dict__) and _exact(a.__pydantic_extra__, b.__pydantic_extra__)
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_exact(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_exact(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
-def _checkpoint(cid: str, values: dict[str, Any], version: int) -> Any:
-    return {
-        "v": 1,
-        "id": cid,
-        "ts": "2025-01-01T00:00:00+00:00",
-        "channel_values": values,
-        "channel_versions": dict.fromkeys(values, version),
-        "versions_seen": {},
-        "updated_channels": None,
-    }
-
-
-def _thread(thread: str = "t") -> Any:
-    return {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
 
 
 def _values(saver: BaseCheckpointSaver[Any], config: Any) -> dict[str, Any]:

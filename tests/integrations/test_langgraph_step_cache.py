@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
@@ -24,38 +24,17 @@ import statevcs
 from statevcs.integrations.langgraph import StateVCSSaver
 from statevcs.integrations.langgraph.codec import Fingerprinter, safe_serializer
 
+from .langgraph_support import checkpoint
+from .langgraph_support import exact as _exact
+from .langgraph_support import thread as _thread
+
 
 class _Note(AIMessage):
     """A message subclass an application defines (importable: module level)."""
 
 
-def _exact(a: Any, b: Any) -> bool:
-    """Equal with the same types everywhere and dict keys in the same order."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, BaseMessage):
-        return _exact(a.__dict__, b.__dict__) and _exact(a.__pydantic_extra__, b.__pydantic_extra__)
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_exact(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_exact(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
-def _checkpoint(cid: str, messages: list[Any], version: int) -> dict[str, Any]:
-    return {
-        "v": 1,
-        "id": cid,
-        "ts": "2025-01-01T00:00:00+00:00",
-        "channel_values": {"messages": messages},
-        "channel_versions": {"messages": version},
-        "versions_seen": {},
-        "updated_channels": None,
-    }
-
-
-def _thread(thread: str = "t") -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+def _checkpoint(cid: str, messages: list[Any], version: int) -> Any:
+    return checkpoint(cid, {"messages": messages}, version)
 
 
 def _messages(saver: StateVCSSaver, config: dict[str, Any]) -> list[Any]:
