@@ -15,6 +15,7 @@ from support import message, object_count
 import statevcs
 from statevcs import Repo
 from statevcs.objects import CommitObject, ListNode, SnapshotObject, decode
+from statevcs.stores.base import RefUpdate
 from statevcs.stores.sqlite import DB_FILENAME
 
 
@@ -160,6 +161,23 @@ def test_reflog_and_reset(repo: Repo) -> None:
     assert [e.new for e in log] == [ids[0], ids[2], ids[1], ids[0]]
     assert repo.resolve("main@{1}") == ids[2]
     assert repo.resolve("HEAD@{1}") == ids[2]
+
+
+def test_an_unlogged_ref_move_writes_no_reflog_entry(repo: Repo) -> None:
+    """``RefUpdate(log=False)`` moves the ref (and HEAD's branch) without a reflog entry."""
+    first = bytes.fromhex(repo.commit({"n": 1}, message="one").id)
+    second = bytes.fromhex(repo.commit({"n": 2}, message="two").id)
+    before_main, before_head = repo.reflog("main"), repo.reflog("HEAD")
+    repo.refs.update([RefUpdate("refs/heads/main", first, second, "quiet", log=False)])
+    repo.refs.update([RefUpdate("refs/heads/side", second, None, "quiet", log=False)])
+    assert repo.resolve("main") == first.hex()
+    assert repo.resolve("side") == second.hex()
+    assert repo.reflog("main") == before_main
+    assert repo.reflog("HEAD") == before_head
+    assert repo.reflog("side") == []
+    repo.refs.update([RefUpdate("refs/heads/main", second, first, "loud")])
+    assert repo.reflog("main")[0].message == "loud"
+    assert repo.reflog("HEAD")[0].message == "loud"
 
 
 def test_tags_and_errors(repo: Repo) -> None:

@@ -54,6 +54,9 @@ class RefUpdate:
     expected: Expected = ANY
     message: str = ""
     log_also: Sequence[str] = ()
+    log: bool = True
+    """``False``: move the ref without any reflog entry (for a fast-forward whose old value
+    stays reachable from the new one, so the reflog would only repeat the history)."""
 
 
 def check_batch(updates: Sequence[RefUpdate]) -> None:
@@ -65,6 +68,14 @@ def check_batch(updates: Sequence[RefUpdate]) -> None:
             f"a batch of ref updates may move each ref once, but it names {', '.join(twice)} "
             "more than once; combine the moves into one update"
         )
+
+
+def logged_names(update: RefUpdate, head_target: str | None) -> list[str]:
+    """Every reflog that records ``update``: its own, then :func:`also_logged` (none when
+    ``update.log`` is false)."""
+    if not update.log:
+        return []
+    return [update.name, *also_logged(update, head_target)]
 
 
 def also_logged(update: RefUpdate, head_target: str | None) -> list[str]:
@@ -244,4 +255,5 @@ __all__ = [
     "StoredReflogEntry",
     "also_logged",
     "check_batch",
+    "logged_names",
 ]

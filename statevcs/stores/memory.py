@@ -13,8 +13,8 @@ from .base import (
     RefUpdate,
     Store,
     StoredReflogEntry,
-    also_logged,
     check_batch,
+    logged_names,
 )
 
 
@@ -149,7 +149,7 @@ class MemoryStore(Store):
                     self._refs[update.name] = update.new
                 self._symbolic.pop(update.name, None)
                 entry = StoredReflogEntry(old, update.new, now, update.message)
-                for log_name in (update.name, *also_logged(update, self._symbolic.get("HEAD"))):
+                for log_name in logged_names(update, self._symbolic.get("HEAD")):
                     self._reflogs.setdefault(log_name, []).append(entry)
 
     def reflog(self, name: str) -> list[StoredReflogEntry]:

@@ -66,8 +66,8 @@ from .base import (
     RefUpdate,
     Store,
     StoredReflogEntry,
-    also_logged,
     check_batch,
+    logged_names,
 )
 from .registry import mask_credentials
 
@@ -1361,7 +1361,7 @@ class S3Store(Store):
                     data["refs"][update.name] = update.new.hex()
                 data["symbolic"].pop(update.name, None)
                 entry = [_hex(current[update.name]), _hex(update.new), now, update.message]
-                for log_name in (update.name, *also_logged(update, head_target)):
+                for log_name in logged_names(update, head_target):
                     entries.append((log_name, entry))
             data["refs_serial"] += 1
             self._append_logs(data, entries)

@@ -575,6 +575,8 @@ class SQLiteStore(Store):
             # One row per movement; ``also`` names a second ref whose log shares it (HEAD).
             rows = []
             for update in updates:
+                if not update.log:
+                    continue
                 old = current[update.name]
                 logs = also_logged(update, head_target)
                 also = logs[0] if logs else None

@@ -55,3 +55,32 @@ def test_objects_written_per_turn_stay_flat_as_the_thread_grows() -> None:
     conversation = sum(len(str(m.content)) for m in messages)
     assert conversation > 80_000
     assert mean(b for _, b in late) < conversation / 8
+
+
+def test_steps_write_no_reflog_entries_but_a_replaced_checkpoint_is_logged() -> None:
+    """A step extends its thread (the commits record it): no reflog rows per checkpoint.
+
+    A checkpoint put again replaces its commit, which no head reaches any more: that move is
+    logged, so ``gc`` keeps the old commit for the reflog's grace period.
+    """
+    repo = statevcs.Repo.init("memory://")
+    saver = StateVCSSaver(repo)
+    app = chat_graph(saver)
+    config = {"configurable": {"thread_id": "quiet"}}
+    for turn in range(5):
+        app.invoke({"messages": [HumanMessage(content=f"q{turn}", id=f"u{turn}")]}, config)
+    branch = "refs/heads/threads/quiet"
+    assert repo.reflog(branch) == []
+    assert all(not repo.reflog(name) for name in repo.refs.as_dict("refs/"))
+    latest = saver.get_tuple(config)
+    assert latest is not None
+    before = repo.refs.get(branch)
+    saver.put(
+        latest.parent_config or config,
+        {**latest.checkpoint, "channel_values": {"messages": []}},
+        latest.metadata,
+        {"messages": latest.checkpoint["channel_versions"]["messages"]},
+    )
+    log = repo.reflog(branch)
+    assert [entry.old for entry in log] == [before.hex()]
+    assert repo.refs.get(branch) != before

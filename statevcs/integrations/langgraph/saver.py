@@ -527,7 +527,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             fold = fold or {}
             if parent_side is not None:
                 fold = store.merge_writes(fold, store.side_writes(repo, parent_side))
-                extra_updates.append(RefUpdate(parent_ref, None, parent_side, note))
+                extra_updates.append(RefUpdate(parent_ref, None, parent_side, note, log=False))
         for cid, writes in orphans.items():
             objects_, update = self._side_update(key, cid, writes, note)
             extra_objects.update(objects_)
@@ -540,7 +540,13 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             if parent is not None:
                 drop.add(parent.commit_id)
             updates = store.head_updates(
-                key, heads, head_ids, {built.commit_id: checkpoint_id}, drop, note
+                key,
+                heads,
+                head_ids,
+                {built.commit_id: checkpoint_id},
+                drop,
+                note,
+                below=() if parent is None else (parent.commit_id,),
             )
             objects = built.objects
         else:
@@ -862,7 +868,8 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             previous=None,
             commit=commit,
         )
-        return built.objects, RefUpdate(ref, built.commit_id, current, note)
+        # Side refs are bookkeeping: their writes end up in a checkpoint's commit, unlogged.
+        return built.objects, RefUpdate(ref, built.commit_id, current, note, log=False)
 
     # --- threads ----------------------------------------------------------------------
 

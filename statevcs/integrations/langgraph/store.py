@@ -216,10 +216,20 @@ def head_updates(
     add: Mapping[ObjectId, str],
     drop: set[ObjectId],
     note: str,
+    below: Container[ObjectId] = (),
 ) -> list[RefUpdate]:
-    """Ref moves that make the heads ``heads - drop + add`` (the latest id on the branch)."""
+    """Ref moves that make the heads ``heads - drop + add`` (the latest id on the branch).
+
+    ``below`` names commits the added ones descend from. A move is logged only when it
+    leaves its ref's old commit reachable from no head (a checkpoint replaced or pruned):
+    a step that extends a thread is already recorded by the commits themselves.
+    """
     wanted: dict[ObjectId, str] = {c: i for c, i in head_ids.items() if c not in drop}
     wanted.update(add)
+
+    def logged(old: ObjectId | None) -> bool:
+        return old is not None and old not in wanted and old not in below
+
     updates: list[RefUpdate] = []
     tip: ObjectId | None = None
     if wanted:
@@ -227,7 +237,7 @@ def head_updates(
         tip = max(wanted, key=lambda c: (wanted[c], c in add))
     # Always a compare-and-swap on the branch, even when the tip stays: the heads were read
     # in two steps, and a writer that moved the branch in between makes this batch retry.
-    updates.append(RefUpdate(key.branch, tip, heads.tip, note))
+    updates.append(RefUpdate(key.branch, tip, heads.tip, note, log=logged(heads.tip)))
     kept = set(wanted) - {tip}
     present: set[ObjectId] = set()
     for name, commit_id in heads.leaves.items():
@@ -238,9 +248,9 @@ def head_updates(
         ):
             present.add(commit_id)
         else:
-            updates.append(RefUpdate(name, None, commit_id, note))
+            updates.append(RefUpdate(name, None, commit_id, note, log=logged(commit_id)))
     for commit_id in sorted(kept - present):
-        updates.append(RefUpdate(key.leaf_ref(to_hex(commit_id)), commit_id, None, note))
+        updates.append(RefUpdate(key.leaf_ref(to_hex(commit_id)), commit_id, None, note, log=False))
     return updates
 
 
