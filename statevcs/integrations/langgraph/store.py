@@ -384,10 +384,14 @@ class Decoded:
         checkpoint), gets its own copy: one checkpoint never holds one object twice.
         """
         items = self.items
-        wanted = [i for i in dict.fromkeys(ids) if i not in items]
+        unique = dict.fromkeys(ids)
+        wanted = [i for i in unique if i not in items]
         if wanted:
             for object_id, doc in zip(wanted, repo.objects.load_docs(wanted)):
                 items[object_id] = (item_channel(doc), item_value(doc, serde))
+        if len(unique) == len(ids) and not any(i in taken for i in unique):
+            # No id twice: every item is the memo's own object (the common case, in C).
+            return [items[object_id] for object_id in ids]
         out: list[tuple[str, Any]] = []
         seen: set[ObjectId] = set()
         for object_id in ids:
@@ -405,9 +409,15 @@ class Decoded:
         cached = self.roots.get(root)
         if cached is None:
             ids = prolly.items(repo.objects, root)
-            lists: dict[str, list[Any]] = {}
-            for channel, value in self.decode(repo, ids, serde):
-                lists.setdefault(channel, []).append(value)
+            decoded = self.decode(repo, ids, serde)
+            channels = {channel for channel, _ in decoded}
+            lists: dict[str, list[Any]]
+            if len(channels) == 1:
+                lists = {channels.pop(): [value for _, value in decoded]}
+            else:
+                lists = {}
+                for channel, value in decoded:
+                    lists.setdefault(channel, []).append(value)
             if len(self.roots) >= self._ROOTS:
                 del self.roots[next(iter(self.roots))]
             cached = self.roots[root] = (lists, set(ids))
