@@ -116,6 +116,10 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         # commit -> (parent commit, items appended to the parent's list log): what put built.
         # Commits are content-addressed, so this stays true whoever moves the refs.
         self._derived: OrderedDict[ObjectId, tuple[ObjectId, int]] = OrderedDict()
+        # branch -> where each checkpoint of the namespace is, for the heads it was read from
+        # (a deep lookup reads the whole namespace once; later ones are O(1) until the heads
+        # move other than by this saver's own steps).
+        self._indexes: OrderedDict[str, store.Index] = OrderedDict()
         # Items decoded from storage / walked in Python (cost counters, for tests).
         self._counts: Counter[str] = Counter()
 
@@ -129,6 +133,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         clone.__dict__.update(self.__dict__)
         clone._prints = OrderedDict()
         clone._views = OrderedDict()
+        clone._indexes = OrderedDict()
         clone._counts = Counter()
         return clone
 
@@ -194,13 +199,31 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                 found: store.Stored | None = store.load(self.repo.objects, tip)
             else:
                 heads = store.read_heads(self.repo, key)
-                found, folders = store.find_with_folders(self.repo, heads, checkpoint_id)
+                found, folders = self._find(key, heads, checkpoint_id)
             if found is None:
                 return None
             side = self.repo.refs.get(key.writes_ref(found.checkpoint_id))
             lists = self._view_lists(key, found)
             result, _lists = self._tuple(key, found, side, None, folders=folders, lists=lists)
             return result
+
+    def _find(
+        self, key: ThreadKey, heads: store.Heads, checkpoint_id: str
+    ) -> tuple[store.Stored | None, builtins.list[store.Stored]]:
+        """The commit of ``checkpoint_id`` in ``key``'s namespace and the commits folding its
+        writes: from the namespace's index while its heads are the ones it was read from."""
+        index = self._indexes.get(key.branch)
+        if index is not None and index.valid_for(heads):
+            self._indexes.move_to_end(key.branch)
+            self._counts["index hits"] += 1
+            return index.find(self.repo, checkpoint_id)
+        found, folders, index = store.find_or_index(self.repo, heads, checkpoint_id)
+        if index is not None:
+            self._indexes[key.branch] = index
+            self._indexes.move_to_end(key.branch)
+            while len(self._indexes) > _VIEWS:
+                self._indexes.popitem(last=False)
+        return found, folders
 
     def list(
         self,
@@ -500,12 +523,13 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         head_ids = {c: s.checkpoint_id for c, s in head_stored.items()}
         replaced = [s for s in head_stored.values() if s.checkpoint_id == checkpoint_id]
         hidden: store.Stored | None = None
+        hidden_folders: builtins.list[store.Stored] = []
         if not replaced and not _newer_than_all(head_stored.values(), checkpoint_id):
             # The id may be on an inner commit (a checkpoint with children): replace it there.
-            hidden = store.find(repo, heads, checkpoint_id)
+            hidden, hidden_folders = self._find(key, heads, checkpoint_id)
             if hidden is not None:
                 replaced = [hidden]
-        parent = store.find(repo, heads, parent_id) if parent_id is not None else None
+        parent = self._find(key, heads, parent_id)[0] if parent_id is not None else None
         note = "langgraph: put"
         own: store.Writes = {}
         fold: store.Writes | None = None
@@ -513,18 +537,27 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         extra_updates: builtins.list[RefUpdate] = []
         orphans: dict[str, store.Writes] = {}
         for old in replaced:
-            own = store.merge_writes(own, store.own_writes(repo, old))
+            # Its pending writes, wherever they are: those its lead child carries go with it
+            # (the rewrite leaves that child off the new commit).
+            kept = store.own_writes(repo, old)
+            for child in hidden_folders if old is hidden else ():
+                kept = store.merge_writes(kept, store.folded_writes(repo, child))
+            own = store.merge_writes(own, kept)
             carried = store.folded_writes(repo, old)
-            if old.parent_checkpoint_id is not None and store.is_lead(old, parent_id or ""):
+            if parent is not None and store.leads([old], parent):
+                # Still its parent's lead (on top of the parent's commit): the new one is.
                 fold = store.merge_writes(fold or {}, carried)
             elif carried and old.parent_checkpoint_id is not None:
-                orphans[old.parent_checkpoint_id] = carried
+                # Writes of a checkpoint the old commit no longer leads go back to its side ref.
+                earlier = orphans.get(old.parent_checkpoint_id, {})
+                orphans[old.parent_checkpoint_id] = store.merge_writes(earlier, carried)
         if parent is not None and parent.commit_id in head_ids:
             # The parent is a leaf: this checkpoint is its lead child and takes its pending
-            # writes from the side ref into its own commit (the side ref goes).
+            # writes (any going back, then the side ref's) into its own commit (the side ref
+            # goes).
             parent_ref = key.writes_ref(parent.checkpoint_id)
             parent_side = repo.refs.get(parent_ref)
-            fold = fold or {}
+            fold = store.merge_writes(fold or {}, orphans.pop(parent.checkpoint_id, {}))
             if parent_side is not None:
                 fold = store.merge_writes(fold, store.side_writes(repo, parent_side))
                 extra_updates.append(RefUpdate(parent_ref, None, parent_side, note, log=False))
@@ -567,6 +600,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         updates.extend(extra_updates)
         if not self._apply(updates, {**objects, **extra_objects}):
             return False
+        self._follow_index(key, heads, updates, built.commit_id if hidden is None else None)
         if prints is not None and hidden is None:
             if parent is not None:
                 # Each print copies its whole lists: keep the thread's latest, not its steps.
@@ -578,6 +612,31 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             while len(self._derived) > _DERIVED:
                 self._derived.popitem(last=False)
         return True
+
+    def _follow_index(
+        self,
+        key: ThreadKey,
+        heads: store.Heads,
+        updates: Sequence[RefUpdate],
+        added: ObjectId | None,
+    ) -> None:
+        """Keep ``key``'s index true after a put that moved ``heads`` by ``updates``.
+
+        A put that only adds ``added`` on top of the namespace (its parent stays reachable
+        through it) adds one entry; anything else (a rewrite) drops the index.
+        """
+        index = self._indexes.get(key.branch)
+        if index is None:
+            return
+        if added is None or not index.valid_for(heads):
+            del self._indexes[key.branch]
+            return
+        new = store.load(self.repo.objects, added)
+        if new.checkpoint_id in index.commits:
+            del self._indexes[key.branch]  # a checkpoint put again: its old commit went
+            return
+        index.add(new)
+        index.heads = store.heads_after(key, heads, updates)
 
     def _apply(self, updates: Sequence[RefUpdate], objects: Mapping[ObjectId, bytes]) -> bool:
         """Apply ref moves with their objects; ``False`` when a concurrent writer got there."""
@@ -897,6 +956,8 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                 refs = self._thread_refs(thread)
                 for name in [n for n in self._views if n in refs]:
                     del self._views[name]  # its messages need not stay in memory
+                for name in [n for n in self._indexes if n in refs]:
+                    del self._indexes[name]
                 if not refs:
                     return
                 note = "langgraph: delete thread"

@@ -173,6 +173,20 @@ def read_heads(repo: Repo, key: ThreadKey) -> Heads:
     return Heads(repo.refs.get(key.branch), repo.refs.as_dict(key.leaf_prefix))
 
 
+def heads_after(key: ThreadKey, heads: Heads, updates: Sequence[RefUpdate]) -> Heads:
+    """The heads of ``key``'s namespace once ``updates`` (a batch that moved them) applied."""
+    tip, leaves = heads.tip, dict(heads.leaves)
+    for update in updates:
+        if update.name == key.branch:
+            tip = update.new
+        elif update.name.startswith(key.leaf_prefix):
+            if update.new is None:
+                leaves.pop(update.name, None)
+            else:
+                leaves[update.name] = update.new
+    return Heads(tip, leaves)
+
+
 def all_commits(repo: Repo, heads: Heads) -> Iterator[Stored]:
     """Yield every checkpoint of a namespace, newest commit first."""
     starts = heads.commits()
@@ -541,14 +555,37 @@ def is_lead(child: Stored, parent_checkpoint_id: str) -> bool:
     return FOLDED in child.info and child.parent_checkpoint_id == parent_checkpoint_id
 
 
+def leads(children: Iterable[Stored], parent: Stored) -> list[Stored]:
+    """Those of ``children`` that are ``parent``'s lead and still on top of its commit.
+
+    A rewrite that put the parent again (or dropped it) moved its old children off its
+    commit; what they carried went with the rewrite, so they no longer count.
+    """
+    return [
+        c
+        for c in children
+        if is_lead(c, parent.checkpoint_id) and c.commit.parents[:1] == (parent.commit_id,)
+    ]
+
+
 def folders_of(found: Iterable[Stored]) -> dict[str, list[Stored]]:
-    """``{checkpoint id: the commits carrying its folded writes}`` among ``found``."""
+    """``{checkpoint id: the commits carrying its folded writes}`` among ``found`` (the
+    lead children with writes, each on top of the commit of the checkpoint it names)."""
+    items = list(found)
+    by_commit = {s.commit_id: s for s in items}
     result: dict[str, list[Stored]] = {}
-    for item in found:
-        parent = item.parent_checkpoint_id
-        if item.info.get(FOLDED) == 1 and parent is not None:
-            result.setdefault(parent, []).append(item)
+    for item in items:
+        if item.info.get(FOLDED) != 1 or not item.commit.parents:
+            continue
+        parent = by_commit.get(item.commit.parents[0])
+        if parent is not None and leads([item], parent):
+            result.setdefault(parent.checkpoint_id, []).append(item)
     return result
+
+
+def _folding(children: Iterable[Stored], parent: Stored) -> list[Stored]:
+    """The commits among ``children`` that carry ``parent``'s folded writes."""
+    return [c for c in leads(children, parent) if c.info.get(FOLDED) == 1]
 
 
 def find_with_folders(
@@ -559,32 +596,99 @@ def find_with_folders(
     A head is a leaf (no child folds anything); otherwise the walk stops as soon as the
     checkpoint and its lead child have both been seen, else it reads the whole namespace.
     """
-    for head in heads.commits():
+    found, folders, _index = find_or_index(repo, heads, checkpoint_id)
+    return found, folders
+
+
+INDEX_AFTER = 256
+"""A walk that passes this many commits before it finds its checkpoint reads the rest of
+the namespace too and returns an :class:`Index` of it."""
+
+
+@dataclass
+class Index:
+    """Where each checkpoint of a namespace is, valid for exactly the heads it was read from.
+
+    Commit ids are content hashes over the whole history below them, so equal heads mean the
+    same commits: the index is used only while a namespace's heads are the ones it names.
+    """
+
+    heads: Heads
+    commits: dict[str, ObjectId] = field(default_factory=dict)
+    """Checkpoint id -> its commit (the first met, heads first, as :func:`find` meets them)."""
+    children: dict[str, list[ObjectId]] = field(default_factory=dict)
+    """Checkpoint id -> the commits whose parent checkpoint it is."""
+
+    def add(self, found: Stored) -> None:
+        """Record one more commit of the namespace (in :func:`find`'s order)."""
+        self.commits.setdefault(found.checkpoint_id, found.commit_id)
+        parent = found.info.get("parent_checkpoint_id")
+        if type(parent) is str:
+            self.children.setdefault(parent, []).append(found.commit_id)
+
+    def valid_for(self, heads: Heads) -> bool:
+        """Whether ``heads`` are the heads this index was read from."""
+        return heads.tip == self.heads.tip and heads.leaves == self.heads.leaves
+
+    def find(self, repo: Repo, checkpoint_id: str) -> tuple[Stored | None, list[Stored]]:
+        """:func:`find_with_folders` answered from the index."""
+        commit_id = self.commits.get(checkpoint_id)
+        if commit_id is None:
+            return None, []
+        children = [load(repo.objects, c) for c in self.children.get(checkpoint_id, ())]
+        found = load(repo.objects, commit_id)
+        return found, _folding(children, found)
+
+
+def find_or_index(
+    repo: Repo, heads: Heads, checkpoint_id: str
+) -> tuple[Stored | None, list[Stored], Index | None]:
+    """:func:`find_with_folders`, plus an :class:`Index` of the namespace when the walk went
+    past :data:`INDEX_AFTER` commits (it then reads the rest of the namespace: a thread whose
+    old checkpoints are looked up once tends to be looked up again)."""
+    index = Index(heads)
+    head_ids = heads.commits()
+    for head in head_ids:
         found = load(repo.objects, head)
         if found.checkpoint_id == checkpoint_id:
-            return found, []
+            return found, [], None
+        index.add(found)
     target: Stored | None = None
     seen: list[Stored] = []
-    for candidate in all_commits(repo, heads):
+    walked = 0
+    commits = all_commits(repo, heads)
+    for candidate in commits:
+        walked += 1
+        if candidate.commit_id not in head_ids:
+            index.add(candidate)
         if candidate.checkpoint_id == checkpoint_id:
-            target = candidate
+            if target is None:
+                target = candidate
         elif candidate.parent_checkpoint_id == checkpoint_id:
             seen.append(candidate)
-            if target is not None and is_lead(candidate, checkpoint_id):
-                return target, folders_of(seen).get(checkpoint_id, [])
-        if target is not None and any(is_lead(c, checkpoint_id) for c in seen):
-            return target, folders_of(seen).get(checkpoint_id, [])
-    return target, folders_of(seen).get(checkpoint_id, [])
+        if target is not None and leads(seen, target):
+            break
+    else:
+        return target, _folding(seen, target) if target is not None else [], index
+    assert target is not None
+    folders = _folding(seen, target)
+    if walked < INDEX_AFTER:
+        return target, folders, None
+    for candidate in commits:
+        if candidate.commit_id not in head_ids:
+            index.add(candidate)
+    return target, folders, index
 
 
 def writes_of(
     repo: Repo, found: Stored, folders: Sequence[Stored], side: ObjectId | None
 ) -> Writes:
-    """All pending writes of checkpoint ``found``: folded into children, its own, the side ref."""
-    writes: Writes = {}
+    """All pending writes of checkpoint ``found``, oldest first: its own (carried over when it
+    was put again), those folded into its lead child, the side ref's."""
+    writes = own_writes(repo, found)
     for child in sorted(folders, key=lambda c: c.checkpoint_id):
         writes = merge_writes(writes, folded_writes(repo, child))
-    return merge_writes(merge_writes(writes, own_writes(repo, found)), side_writes(repo, side))
+    return merge_writes(writes, side_writes(repo, side))
 
 
 def side_writes(repo: Repo, commit_id: ObjectId | None) -> Writes:
@@ -870,13 +974,18 @@ __all__ = [
     "encode_commit",
     "find",
     "head_updates",
+    "heads_after",
     "load",
     "merge_writes",
     "metadata_of",
     "folded_writes",
+    "find_or_index",
     "find_with_folders",
+    "Index",
+    "INDEX_AFTER",
     "folders_of",
     "is_lead",
+    "leads",
     "checkpoint_us",
     "inline_checkpoint",
     "iso_timestamp",
