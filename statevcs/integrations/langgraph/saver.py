@@ -837,9 +837,11 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
     ) -> None:
         """Store pending writes of task ``task_id`` for the checkpoint ``config`` names.
 
-        A leaf checkpoint's commit is rewritten with them (same parent and content); writes
-        for a checkpoint that already has children (or is not stored yet) go to a side ref.
-        Repeated ``(task_id, index)`` writes are stored once, as LangGraph's savers do.
+        They go to the checkpoint's side ref (one small commit, one ref move); the
+        checkpoint's commit is never rewritten. Its next child put while it is a leaf (its
+        lead) carries them in its own commit and the side ref goes. A repeated
+        ``(task_id, index)`` keeps its first value (special writes, index < 0, their last), as
+        LangGraph's savers do.
         """
         key = self._key(config)
         checkpoint_id = _checkpoint_id(config, "config")
