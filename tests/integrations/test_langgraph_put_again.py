@@ -122,13 +122,11 @@ def test_forks_and_checkpoints_put_again_read_back_as_in_memory_saver(
     for saver in (ours, StateVCSSaver(repo)):
         listed = [t.config["configurable"]["checkpoint_id"] for t in saver.list(thread())]
         assert listed == [t.config["configurable"]["checkpoint_id"] for t in memory.list(thread())]
-        if backwards == 0:
-            # (With ids that go back, LangGraph's savers call the greatest id the latest even
-            # when it is an inner checkpoint; this saver answers the newest head's.)
-            latest, want_latest = saver.get_tuple(thread()), memory.get_tuple(thread())
-            assert latest is not None and want_latest is not None
-            assert latest.config == want_latest.config
-            assert latest.pending_writes == want_latest.pending_writes
+        # With ids that go back, the greatest id is the latest even on an inner checkpoint.
+        latest, want_latest = saver.get_tuple(thread()), memory.get_tuple(thread())
+        assert latest is not None and want_latest is not None
+        assert latest.config == want_latest.config
+        assert latest.pending_writes == want_latest.pending_writes
     for cid in ids:
         want = memory.get_tuple(config(cid))
         for saver in (ours, StateVCSSaver(repo)):

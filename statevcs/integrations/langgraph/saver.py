@@ -197,6 +197,10 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                     return None
                 # The tip is a leaf: no child folded its writes.
                 found: store.Stored | None = store.load(self.repo.objects, tip)
+                assert found is not None
+                elsewhere = self._greater_than_tip(key, found)
+                if elsewhere is not None:
+                    found, folders = elsewhere
             else:
                 heads = store.read_heads(self.repo, key)
                 found, folders = self._find(key, heads, checkpoint_id)
@@ -206,6 +210,31 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             lists = self._view_lists(key, found)
             result, _lists = self._tuple(key, found, side, None, folders=folders, lists=lists)
             return result
+
+    def _greater_than_tip(
+        self, key: ThreadKey, tip: store.Stored
+    ) -> tuple[store.Stored | None, builtins.list[store.Stored]] | None:
+        """The latest checkpoint when it is not the tip's (``None``: it is).
+
+        LangGraph's savers call the greatest id the latest. Ids are time-ordered, so that is
+        the newest leaf's, the tip, unless a writer's clock was behind: then an inner
+        checkpoint or another leaf's history may hold a greater id (the commits' ``max_id``
+        says so without a walk).
+        """
+        bound = _id_bound(tip)
+        leaves = self.repo.refs.as_dict(key.leaf_prefix)
+        heads = store.Heads(tip.commit_id, leaves)
+        for commit_id in leaves.values():
+            bound = max(bound, _id_bound(store.load(self.repo.objects, commit_id)))
+        if bound == tip.checkpoint_id:
+            return None
+        found, folders = self._find(key, heads, bound)
+        if found is None:
+            # A bound left behind by a rewrite that dropped that checkpoint: walk once.
+            everything = store.all_commits(self.repo, heads)
+            greatest = max(everything, key=lambda s: s.checkpoint_id)
+            found, folders = self._find(key, heads, greatest.checkpoint_id)
+        return found, folders
 
     def _find(
         self, key: ThreadKey, heads: store.Heads, checkpoint_id: str
@@ -1117,10 +1146,15 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         checkpoint_id = _checkpoint_id(config, "config")
         with self._lock:
             heads = store.read_heads(self.repo, key)
+            target: store.Stored | None = None
             if checkpoint_id is None:
-                target = store.load(self.repo.objects, heads.tip) if heads.tip else None
+                if heads.tip is not None:
+                    target = store.load(self.repo.objects, heads.tip)
+                    elsewhere = self._greater_than_tip(key, target)
+                    if elsewhere is not None:
+                        target = elsewhere[0]
             else:
-                target = store.find(self.repo, heads, checkpoint_id)
+                target = self._find(key, heads, checkpoint_id)[0]
             collected: dict[str, list[PendingWrite]] = {n: [] for n in names}
             seeds: dict[str, Any] = {}
             if target is None:
