@@ -262,7 +262,12 @@ def head_updates(
         ):
             present.add(commit_id)
         else:
-            updates.append(RefUpdate(name, None, commit_id, note, log=logged(commit_id)))
+            # A leaf ref's reflog goes with the ref (and gc reads only live refs' reflogs):
+            # a leaf commit left reachable from no head is logged on the branch too, which
+            # keeps it for gc's grace period as the branch's own old tips are kept.
+            lost = logged(commit_id)
+            also = (key.branch,) if lost else ()
+            updates.append(RefUpdate(name, None, commit_id, note, log_also=also, log=lost))
     for commit_id in sorted(kept - present):
         updates.append(RefUpdate(key.leaf_ref(to_hex(commit_id)), commit_id, None, note, log=False))
     return updates
