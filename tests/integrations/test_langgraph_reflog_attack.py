@@ -411,8 +411,8 @@ def _reported(job: Callable[..., None], folder: str, *args: Any) -> None:
         raise
 
 
-def _read_latest(saver: StateVCSSaver, thread_id: str) -> Any:
-    """``get_tuple`` of the latest checkpoint, read again if a racing fold + gc bit the read.
+def _read(saver: StateVCSSaver, config: Any) -> Any:
+    """``get_tuple``, read again if a racing fold + gc bit the read.
 
     Reads are not snapshots: see
     ``test_a_read_racing_a_fold_and_gc_zero_raises_missing_object`` (a known race of readers
@@ -420,10 +420,10 @@ def _read_latest(saver: StateVCSSaver, thread_id: str) -> Any:
     """
     for _attempt in range(5):
         try:
-            return saver.get_tuple(_cfg(thread_id))
+            return saver.get_tuple(config)
         except statevcs.MissingObject:
             continue
-    return saver.get_tuple(_cfg(thread_id))
+    return saver.get_tuple(config)
 
 
 def _writer(folder: str, thread_id: str, name: str, count: int) -> None:
@@ -431,7 +431,10 @@ def _writer(folder: str, thread_id: str, name: str, count: int) -> None:
         saver = StateVCSSaver(repo)
         for i in range(count):
             # Each step: the latest checkpoint's list plus one item, written on as a child.
-            latest = _read_latest(saver, thread_id)
+            latest = _read(saver, _cfg(thread_id))
+            if name == "b" and i % 3 == 2 and latest is not None and latest.parent_config:
+                # A fork: a child of the latest checkpoint's parent (the latest stays a leaf).
+                latest = _read(saver, latest.parent_config)
             items = list(latest.checkpoint["channel_values"]["l"]) if latest else []
             version = (latest.checkpoint["channel_versions"]["l"] + 1) if latest else 1
             cid = f"{i:04d}-{name}"
@@ -474,6 +477,13 @@ def test_writers_and_gc_in_processes_lose_no_checkpoint(tmp_path: Path) -> None:
             listed = {t.checkpoint["id"]: t for t in saver.list(_cfg(tid))}
             wanted = {f"{i:04d}-{n}" for i in range(12) for n in names}
             assert wanted <= set(listed)
+            parents = [
+                t.parent_config["configurable"]["checkpoint_id"]
+                for t in listed.values()
+                if t.parent_config
+            ]
+            if tid == "t":
+                assert len(set(parents)) < len(parents)  # forks were written
             for cid in wanted:
                 item = listed[cid]
                 # The content of each checkpoint: its parent's list plus its own id.
