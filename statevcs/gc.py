@@ -73,12 +73,18 @@ def _load_commit(db: ObjectDB, commit_id: ObjectId) -> CommitObject:
 
 
 def reachability_roots(store: Store) -> set[ObjectId]:
-    """Return every commit a ref, ``HEAD`` or a reflog entry names."""
+    """Return every commit a ref, ``HEAD`` or a reflog entry names.
+
+    Reflogs of deleted refs count too: a ref deleted without its reflog would otherwise come
+    back, if created again, with entries naming collected commits.
+    """
     roots: set[ObjectId] = set()
-    for name in [HEAD, *store.list_refs("refs/")]:
+    names = [HEAD, *store.list_refs("refs/")]
+    for name in names:
         value = store.get_ref(name)
         if value is not None:
             roots.add(value)
+    for name in sorted({*names, *store.reflog_names()}):
         for entry in store.reflog(name):
             roots.update(i for i in (entry.old, entry.new) if i is not None)
     return roots

@@ -1278,7 +1278,14 @@ class _Context:
         return self.head if self.head is not None else self.repo._head_ref
 
     def reflog_values(self, full_name: str) -> list[ObjectId | None]:
-        return [e.new for e in self.repo.store.reflog(full_name)]
+        entries = self.repo.store.reflog(full_name)
+        current = self.ref_value(full_name)
+        if not entries or current is None:
+            return [e.new for e in entries]
+        # Index 0 is the current value, index k the value before the k-th newest logged move.
+        # Git logs every move, so there these are its values; a move made without a reflog
+        # entry (RefUpdate(log=False)) only leaves no index of its own.
+        return [current, *(e.old for e in entries[:-1])]
 
     def commits_with_prefix(self, low: ObjectId, high: ObjectId) -> list[ObjectId]:
         found: list[ObjectId] = []

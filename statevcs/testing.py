@@ -482,6 +482,15 @@ class StoreContract:
         store.set_ref(MAIN, fake_id(3), message="two", log_also=["HEAD"])  # logged once
         assert [e.message for e in store.reflog("HEAD")] == ["two", "one"]
 
+    def test_reflog_names_include_deleted_refs_until_their_reflog_goes(self, store: Store) -> None:
+        store.set_ref(MAIN, fake_id(1), message="main", log_also=["HEAD"])
+        store.set_ref(FEATURE, fake_id(2), message="feature")
+        store.set_ref(FEATURE, None, expected=fake_id(2), message="deleted")
+        assert {"HEAD", MAIN, FEATURE} <= set(store.reflog_names())
+        store.delete_reflog(FEATURE)
+        assert FEATURE not in store.reflog_names()
+        assert store.reflog_names() == sorted(store.reflog_names())
+
     def test_delete_reflog_forgets_only_that_reflog(self, store: Store) -> None:
         store.set_ref(MAIN, fake_id(1), message="main", log_also=["HEAD"])
         store.set_ref(FEATURE, fake_id(2), message="feature")

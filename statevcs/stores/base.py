@@ -187,6 +187,15 @@ class Store(abc.ABC):
     def reflog(self, name: str) -> list[StoredReflogEntry]:
         """Return the reflog of ``name``, newest first."""
 
+    def reflog_names(self) -> list[str]:
+        """Return every name that has reflog entries, its ref deleted or not (sorted).
+
+        gc keeps what they name: a ref deleted without its reflog (plumbing, or a crash
+        between the two) must not come back naming collected commits. The default lists
+        ``HEAD`` and the live refs; stores that can list their reflogs override it.
+        """
+        return sorted({"HEAD", *self.list_refs("refs/")})
+
     @abc.abstractmethod
     def delete_reflog(self, name: str) -> None:
         """Forget the reflog of ``name`` (used when a branch is deleted)."""

@@ -152,6 +152,11 @@ class MemoryStore(Store):
                 for log_name in logged_names(update, self._symbolic.get("HEAD")):
                     self._reflogs.setdefault(log_name, []).append(entry)
 
+    def reflog_names(self) -> list[str]:
+        """Return every name that has reflog entries."""
+        with self._lock:
+            return sorted(name for name, entries in self._reflogs.items() if entries)
+
     def reflog(self, name: str) -> list[StoredReflogEntry]:
         """Return the reflog of ``name``, newest first."""
         with self._lock:

@@ -1414,6 +1414,11 @@ class S3Store(Store):
         raw.extend(log["recent"])
         return raw
 
+    def reflog_names(self) -> list[str]:
+        """Return every name that has reflog entries."""
+        logs = self._view().logs
+        return sorted(n for n, log in logs.items() if log.get("recent") or log.get("chunks"))
+
     def reflog(self, name: str) -> list[StoredReflogEntry]:
         """Return the reflog of ``name``, newest first."""
         return [_entry(e) for e in reversed(self._log_entries(self._view(), name))]

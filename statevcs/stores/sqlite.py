@@ -589,6 +589,14 @@ class SQLiteStore(Store):
                 rows,
             )
 
+    def reflog_names(self) -> list[str]:
+        """Return every name that has reflog entries (shared rows count for both names)."""
+        rows = self._query(
+            "SELECT name FROM reflog UNION SELECT also FROM reflog WHERE also IS NOT NULL "
+            "ORDER BY 1"
+        )
+        return [str(row[0]) for row in rows]
+
     def reflog(self, name: str) -> list[StoredReflogEntry]:
         """Return the reflog of ``name``, newest first."""
         rows = self._query(
