@@ -28,7 +28,13 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ...errors import CorruptObject, RefConflict, RepositoryNotFound, StaleCache
+from ...errors import (
+    CorruptObject,
+    MissingObject,
+    RefConflict,
+    RepositoryNotFound,
+    StaleCache,
+)
 from ...hashing import ObjectId, to_hex
 from ...objects import CommitObject, Doc
 from ...objects import decode as decode_object
@@ -71,6 +77,8 @@ _GAVE_UP = (
 )
 _CACHE = 32
 _VIEWS = 32
+_READ_ATTEMPTS = 3
+"""How many times get_tuple reads a checkpoint whose objects went missing under it."""
 _DERIVED = 4096
 _CHAIN = 16
 _T = TypeVar("_T")
@@ -190,26 +198,38 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         key = self._key(config)
         checkpoint_id = _checkpoint_id(config, "config")
         with self._lock:
-            folders: builtins.list[store.Stored] = []
-            if checkpoint_id is None:
-                tip = self.repo.refs.get(key.branch)
-                if tip is None:
-                    return None
-                # The tip is a leaf: no child folded its writes.
-                found: store.Stored | None = store.load(self.repo.objects, tip)
-                assert found is not None
-                elsewhere = self._greater_than_tip(key, found)
-                if elsewhere is not None:
-                    found, folders = elsewhere
-            else:
-                heads = store.read_heads(self.repo, key)
-                found, folders = self._find(key, heads, checkpoint_id)
-            if found is None:
+            for _attempt in range(_READ_ATTEMPTS - 1):
+                try:
+                    return self._get_tuple(key, checkpoint_id)
+                except MissingObject:
+                    # A read is not a snapshot: between reading a ref and loading what it
+                    # named, another process may fold those writes into a new checkpoint and
+                    # collect the old commit (gc with no grace period). Read the refs again.
+                    continue
+            return self._get_tuple(key, checkpoint_id)  # missing every time: missing
+
+    def _get_tuple(self, key: ThreadKey, checkpoint_id: str | None) -> CheckpointTuple | None:
+        """One read of :meth:`get_tuple` (the caller holds the lock)."""
+        folders: builtins.list[store.Stored] = []
+        if checkpoint_id is None:
+            tip = self.repo.refs.get(key.branch)
+            if tip is None:
                 return None
-            side = self.repo.refs.get(key.writes_ref(found.checkpoint_id))
-            lists = self._view_lists(key, found)
-            result, _lists = self._tuple(key, found, side, None, folders=folders, lists=lists)
-            return result
+            # The tip is a leaf: no child folded its writes.
+            found: store.Stored | None = store.load(self.repo.objects, tip)
+            assert found is not None
+            elsewhere = self._greater_than_tip(key, found)
+            if elsewhere is not None:
+                found, folders = elsewhere
+        else:
+            heads = store.read_heads(self.repo, key)
+            found, folders = self._find(key, heads, checkpoint_id)
+        if found is None:
+            return None
+        side = self.repo.refs.get(key.writes_ref(found.checkpoint_id))
+        lists = self._view_lists(key, found)
+        result, _lists = self._tuple(key, found, side, None, folders=folders, lists=lists)
+        return result
 
     def _greater_than_tip(
         self, key: ThreadKey, tip: store.Stored
