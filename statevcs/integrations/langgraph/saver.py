@@ -78,6 +78,8 @@ _GAVE_UP = (
 _CACHE = 32
 _VIEWS = 32
 _READ_ATTEMPTS = 3
+_WINDOW = 256
+"""Checkpoints whose tail items list() reads in one batch."""
 """How many times get_tuple reads a checkpoint whose objects went missing under it."""
 _DERIVED = 4096
 _CHAIN = 16
@@ -339,7 +341,11 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                 sides = store.side_checkpoint_ids(self.repo, key)
                 folders = store.folders_of(found)
                 store.preload(self.repo, found)
-            for item in found:
+            for position, item in enumerate(found):
+                if position % _WINDOW == 0 and wanted_id is None:
+                    # The tails' items of the next checkpoints in one read, not one each.
+                    with self._lock:
+                        memo.prefetch(self.repo, found[position : position + _WINDOW], self.serde)
                 if wanted_id is not None and item.checkpoint_id != wanted_id:
                     continue
                 if before_id is not None and item.checkpoint_id >= before_id:

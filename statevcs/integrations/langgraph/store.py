@@ -408,7 +408,7 @@ class Decoded:
         if wanted:
             for object_id, doc in zip(wanted, repo.objects.load_docs(wanted)):
                 items[object_id] = (item_channel(doc), item_value(doc, serde))
-        if len(unique) == len(ids) and not any(i in taken for i in unique):
+        if len(unique) == len(ids) and not (taken and any(i in taken for i in unique)):
             # No id twice: every item is the memo's own object (the common case, in C).
             return [items[object_id] for object_id in ids]
         out: list[tuple[str, Any]] = []
@@ -420,6 +420,16 @@ class Decoded:
             seen.add(object_id)
             out.append((channel, value))
         return out
+
+    def prefetch(self, repo: Repo, found: Sequence[Stored], serde: SerializerProtocol) -> None:
+        """Decode the tail items of ``found`` not seen yet, in one batch."""
+        ids: list[ObjectId] = []
+        for item in found:
+            if item._snapshot is not None:
+                ids.extend(item._snapshot.tail)
+        wanted = [i for i in dict.fromkeys(ids) if i not in self.items]
+        for object_id, doc in zip(wanted, repo.objects.load_docs(wanted)):
+            self.items[object_id] = (item_channel(doc), item_value(doc, serde))
 
     def below(
         self, repo: Repo, root: ObjectId, serde: SerializerProtocol
