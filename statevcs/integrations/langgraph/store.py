@@ -262,9 +262,9 @@ def head_updates(
         ):
             present.add(commit_id)
         else:
-            # A leaf ref's reflog goes with the ref (and gc reads only live refs' reflogs):
-            # a leaf commit left reachable from no head is logged on the branch too, which
-            # keeps it for gc's grace period as the branch's own old tips are kept.
+            # A leaf ref's reflog is deleted with the ref (the saver's _apply): a leaf commit
+            # left reachable from no head is logged on the branch too, which keeps it for
+            # the reflog's life as the branch's own old tips are kept.
             lost = logged(commit_id)
             also = (key.branch,) if lost else ()
             updates.append(RefUpdate(name, None, commit_id, note, log_also=also, log=lost))
