@@ -128,3 +128,30 @@ def test_too_few_turns_is_refused(tmp_path: Path) -> None:
     result = run(tmp_path, "--turns", "5")
     assert result.returncode == 2
     assert "--turns must be at least 10" in result.stderr
+
+
+def test_the_lookup_benchmark_prints_its_table_and_leaves_no_files(tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_langgraph_lookup.py"),
+            "--turns",
+            "12",
+            "--lookups",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")][1:]
+    assert len(rows) == 5
+    for row in rows:
+        assert re.fullmatch(r"[\d.]+", row.rstrip(" |").rsplit("|", 1)[1].strip()), row
+    assert list(scratch.iterdir()) == []
+    assert [path.name for path in tmp_path.iterdir()] == ["scratch"]
