@@ -391,10 +391,6 @@ def test_latest_after_the_greatest_id_is_dropped_by_delete_for_runs(
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="prune keep_latest keeps the branch tip, not the greatest id get_tuple calls latest",
-)
 def test_prune_keep_latest_keeps_the_checkpoint_get_tuple_calls_latest() -> None:
     repo = statevcs.Repo.init("memory://")
     saver = StateVCSSaver(repo)
