@@ -508,10 +508,6 @@ class _Memo(AIMessage):
     """A message class only an allow-listed saver may build (module level: importable)."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="list() prefetch decodes tails of checkpoints it does not yield (UnsafeValue)",
-)
 def test_list_with_limit_or_filter_never_decodes_a_checkpoint_it_does_not_yield() -> None:
     repo = statevcs.Repo.init("memory://")
     strict = StateVCSSaver(repo)
