@@ -1102,8 +1102,12 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                     tip = self.repo.refs.get(key.branch)
                     if tip is None:
                         continue
-                    latest = store.load(self.repo.objects, tip).checkpoint_id
-                    self._rewrite(key, partial(_not_checkpoint, latest))
+                    # The latest is the greatest id (as get_tuple reads it), not always the tip.
+                    latest = store.load(self.repo.objects, tip)
+                    elsewhere = self._greater_than_tip(key, latest)
+                    if elsewhere is not None and elsewhere[0] is not None:
+                        latest = elsewhere[0]
+                    self._rewrite(key, partial(_not_checkpoint, latest.checkpoint_id))
 
     def _rewrite(self, key: ThreadKey, dropped: Callable[[store.Stored], bool]) -> None:
         """Rewrite a namespace without the checkpoints ``dropped`` selects (one transaction)."""

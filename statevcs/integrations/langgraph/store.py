@@ -429,7 +429,12 @@ class Decoded:
                 ids.extend(item._snapshot.tail)
         wanted = [i for i in dict.fromkeys(ids) if i not in self.items]
         for object_id, doc in zip(wanted, repo.objects.load_docs(wanted)):
-            self.items[object_id] = (item_channel(doc), item_value(doc, serde))
+            try:
+                self.items[object_id] = (item_channel(doc), item_value(doc, serde))
+            except Exception:
+                # Not every checkpoint read ahead is yielded (limit, filter, before): an item
+                # that cannot be decoded fails only the call that yields a checkpoint with it.
+                continue
 
     def below(
         self, repo: Repo, root: ObjectId, serde: SerializerProtocol
