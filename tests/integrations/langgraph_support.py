@@ -224,3 +224,30 @@ def checkpoint(checkpoint_id: str, values: dict[str, Any], version: int) -> Any:
 def thread(thread_id: str = "t") -> Any:
     """The config of thread ``thread_id``'s root namespace."""
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+
+
+def checkpoint_uuid(n: int) -> str:
+    """A checkpoint id shaped and ordered like LangGraph's uuid6 ids (by ``n``)."""
+    return f"1ef{n:05d}-0000-6000-8000-000000000000"
+
+
+def config_of(thread_id: str, ns: str = "", checkpoint_id: str | None = None) -> Any:
+    """The config of a namespace of ``thread_id``, at ``checkpoint_id`` if given."""
+    configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ns}
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+def tuple_shape(result: Any) -> Any:
+    """What a checkpoint tuple says that two savers must agree on (``None`` stays ``None``)."""
+    if result is None:
+        return None
+    return (
+        result.config,
+        result.checkpoint["id"],
+        result.checkpoint["channel_values"],
+        result.metadata,
+        result.parent_config,
+        result.pending_writes,
+    )

@@ -14,7 +14,7 @@ import statevcs
 from statevcs.integrations.langgraph import StateVCSSaver
 from statevcs.integrations.langgraph import store as lg_store
 
-from .langgraph_support import chat_graph, checkpoint, exact, thread
+from .langgraph_support import chat_graph, checkpoint, checkpoint_uuid, exact, thread
 
 
 def _tuple_shape(result: Any) -> Any:
@@ -28,11 +28,6 @@ def _tuple_shape(result: Any) -> Any:
         result.parent_config,
         result.pending_writes,
     )
-
-
-def _cid(n: int) -> str:
-    # Time-ordered like LangGraph's uuid6 ids, but some steps go back (a clock stepping back).
-    return f"1ef{n:05d}-0000-6000-8000-000000000000"
 
 
 # One step: (operation, argument). Operations: put a child of checkpoint `arg` (a fork when it
@@ -80,14 +75,14 @@ def test_every_lookup_matches_a_fresh_walk(
         if cid not in ids:
             ids.append(cid)
 
-    put(saver, None, _cid(counter), 1)
+    put(saver, None, checkpoint_uuid(counter), 1)
     for op, arg in steps:
         target = ids[arg % len(ids)] if ids else None
         if op in ("child", "other_child") and target is not None:
             counter += 1
             # Now and then an id smaller than its parent's (LangGraph's ids are time-ordered).
             n = counter - (backwards * 50 if arg % 5 == 0 else 0)
-            put(saver if op == "child" else other, target, _cid(n), counter)
+            put(saver if op == "child" else other, target, checkpoint_uuid(n), counter)
         elif op == "again" and target is not None:
             found = other.get_tuple(
                 {"configurable": {**thread()["configurable"], "checkpoint_id": target}}

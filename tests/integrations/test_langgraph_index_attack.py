@@ -24,33 +24,9 @@ from statevcs.integrations.langgraph import StateVCSSaver
 from statevcs.integrations.langgraph import store as lg_store
 from statevcs.integrations.langgraph.errors import UnsafeValue
 
-from .langgraph_support import checkpoint
+from .langgraph_support import checkpoint, checkpoint_uuid, config_of, tuple_shape
 
 _NAMESPACES = ("", "sub:1")
-
-
-def _cid(n: int) -> str:
-    return f"1ef{n:05d}-0000-6000-8000-000000000000"
-
-
-def _config(thread: str, ns: str = "", cid: str | None = None) -> Any:
-    configurable: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ns}
-    if cid is not None:
-        configurable["checkpoint_id"] = cid
-    return {"configurable": configurable}
-
-
-def _shape(result: Any) -> Any:
-    if result is None:
-        return None
-    return (
-        result.config,
-        result.checkpoint["id"],
-        result.checkpoint["channel_values"],
-        result.metadata,
-        result.parent_config,
-        result.pending_writes,
-    )
 
 
 def _memory_copy(memory: InMemorySaver, source: str, target: str) -> None:
@@ -116,7 +92,7 @@ _READER = textwrap.dedent(
 
 
 def _json_shape(result: Any) -> Any:
-    return json.loads(json.dumps(None if result is None else list(_shape(result))))
+    return json.loads(json.dumps(None if result is None else list(tuple_shape(result))))
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -170,12 +146,12 @@ def test_a_long_lived_saver_in_another_process_answers_as_a_fresh_one(
             counter += 1
             # Some ids behind their parent's.
             n = counter - (40 if rng.random() < 0.2 else 0)
-            cid = _cid(n)
+            cid = checkpoint_uuid(n)
             if op in ("put", "fork", "reader_put") and cid not in ids:
                 if op == "fork" and names:
                     parent: str | None = rng.choice(names)
                 else:
-                    latest = writer.get_tuple(_config(thread, ns))
+                    latest = writer.get_tuple(config_of(thread, ns))
                     parent = latest.checkpoint["id"] if latest is not None else None
                 run = f"r{rng.randrange(4)}"
                 if op == "reader_put":
@@ -199,7 +175,7 @@ def test_a_long_lived_saver_in_another_process_answers_as_a_fresh_one(
             elif op == "writes" and names:
                 target = rng.choice(names)
                 writer.put_writes(
-                    _config(thread, ns, target), [("n", f"w{counter}")], f"task-{counter % 3}"
+                    config_of(thread, ns, target), [("n", f"w{counter}")], f"task-{counter % 3}"
                 )
             elif op == "prune" and rng.random() < 0.3:
                 writer.prune([thread])
@@ -209,16 +185,16 @@ def test_a_long_lived_saver_in_another_process_answers_as_a_fresh_one(
                 writer.delete_thread(thread)
             elif op == "copy" and rng.random() < 0.4:
                 # Another thread copied into this one (deleted first).
-                _put(writer, "src", _cid(counter), None, counter, ns=ns)
+                _put(writer, "src", checkpoint_uuid(counter), None, counter, ns=ns)
                 writer.delete_thread(thread)
                 writer.copy_thread("src", thread)
                 writer.delete_thread("src")
             # The writer pauses: the reader answers every lookup as a fresh saver does now.
             fresh = StateVCSSaver(repo)
             for key_ns in _NAMESPACES:
-                lookups = [*sorted(known.get((thread, key_ns), {})), None, _cid(99999)]
+                lookups = [*sorted(known.get((thread, key_ns), {})), None, checkpoint_uuid(99999)]
                 got = ask({"op": "get", "thread": thread, "ns": key_ns, "ids": lookups})
-                want = [_json_shape(fresh.get_tuple(_config(thread, key_ns, c))) for c in lookups]
+                want = [_json_shape(fresh.get_tuple(config_of(thread, key_ns, c))) for c in lookups]
                 assert got == want, (op, key_ns)
         assert ask({"op": "hits"}) > 50  # the reader's lookups did use its indexes
     finally:
@@ -291,19 +267,19 @@ def test_hostile_ids_namespaces_and_copies_answer_as_in_memory_saver(
             else:
                 # Ids from a small shared pool: duplicates across namespaces and threads,
                 # children smaller than their parents.
-                cid = _cid(arg)
+                cid = checkpoint_uuid(arg)
                 if cid in ids:
                     continue
                 if op == "fork" and names:
                     parent = names[(arg * 7) % len(names)]
                 else:
-                    latest = memory.get_tuple(_config(thread, ns))
+                    latest = memory.get_tuple(config_of(thread, ns))
                     parent = latest.checkpoint["id"] if latest is not None else None
             version += 1
             values = {"messages": [f"{thread}{ns}{i}" for i in range(arg % 5)], "n": arg}
             for saver in (ours, memory):
                 saver.put(
-                    _config(thread, ns, parent),
+                    config_of(thread, ns, parent),
                     checkpoint(cid, values, version),
                     {"source": "loop", "step": arg % 4, "run_id": f"r{arg % 3}"},
                     {"messages": version, "n": version},
@@ -314,20 +290,20 @@ def test_hostile_ids_namespaces_and_copies_answer_as_in_memory_saver(
             channel = ("messages", "__error__", "n")[arg % 3]
             for saver in (ours, memory):
                 saver.put_writes(
-                    _config(thread, ns, target_id), [(channel, f"w{arg}")], f"task-{arg % 2}"
+                    config_of(thread, ns, target_id), [(channel, f"w{arg}")], f"task-{arg % 2}"
                 )
         # Every lookup of this namespace, the latest and an unknown id.
-        for cid in [*sorted(known.get((thread, ns), {})), None, _cid(99)]:
-            want = _shape(memory.get_tuple(_config(thread, ns, cid)))
-            assert _shape(ours.get_tuple(_config(thread, ns, cid))) == want, (op, cid)
+        for cid in [*sorted(known.get((thread, ns), {})), None, checkpoint_uuid(99)]:
+            want = tuple_shape(memory.get_tuple(config_of(thread, ns, cid)))
+            assert tuple_shape(ours.get_tuple(config_of(thread, ns, cid))) == want, (op, cid)
     fresh = StateVCSSaver(repo)
     for (thread, ns), ids in known.items():
         for cid in [*sorted(ids), None]:
-            want = _shape(memory.get_tuple(_config(thread, ns, cid)))
-            assert _shape(ours.get_tuple(_config(thread, ns, cid))) == want
-            assert _shape(fresh.get_tuple(_config(thread, ns, cid))) == want
-        got = [_shape(t) for t in ours.list(_config(thread, ns))]
-        assert got == [_shape(t) for t in memory.list(_config(thread, ns))]
+            want = tuple_shape(memory.get_tuple(config_of(thread, ns, cid)))
+            assert tuple_shape(ours.get_tuple(config_of(thread, ns, cid))) == want
+            assert tuple_shape(fresh.get_tuple(config_of(thread, ns, cid))) == want
+        got = [tuple_shape(t) for t in ours.list(config_of(thread, ns))]
+        assert got == [tuple_shape(t) for t in memory.list(config_of(thread, ns))]
 
 
 # --- 3. the latest checkpoint with stale max_id bounds -----------------------------------------
@@ -343,7 +319,7 @@ def _put(
     ns: str = "",
 ) -> None:
     saver.put(
-        _config(thread, ns, parent),
+        config_of(thread, ns, parent),
         checkpoint(cid, {"messages": [f"m{i}" for i in range(n)], "n": n}, n),
         {"source": "loop", "step": n, "run_id": run},
         {"messages": n, "n": n},
@@ -358,27 +334,27 @@ def test_latest_after_the_greatest_id_is_dropped_by_delete_for_runs(
     repo = statevcs.Repo.init("memory://")
     saver, other = StateVCSSaver(repo), StateVCSSaver(repo)
     # 50 -> 10 -> 20 (a writer's clock behind): the latest is 50, an inner checkpoint.
-    _put(saver, "t", _cid(50), None, 1, run="big")
-    _put(saver, "t", _cid(10), _cid(50), 2)
-    _put(saver, "t", _cid(20), _cid(10), 3)
-    latest = saver.get_tuple(_config("t"))
-    assert latest is not None and latest.checkpoint["id"] == _cid(50)
-    saver.get_tuple(_config("t", cid=_cid(10)))  # an index, if any
+    _put(saver, "t", checkpoint_uuid(50), None, 1, run="big")
+    _put(saver, "t", checkpoint_uuid(10), checkpoint_uuid(50), 2)
+    _put(saver, "t", checkpoint_uuid(20), checkpoint_uuid(10), 3)
+    latest = saver.get_tuple(config_of("t"))
+    assert latest is not None and latest.checkpoint["id"] == checkpoint_uuid(50)
+    saver.get_tuple(config_of("t", checkpoint_id=checkpoint_uuid(10)))  # an index, if any
     other.delete_for_runs(["big"])
     for reader in (saver, StateVCSSaver(repo)):
-        found = reader.get_tuple(_config("t"))
-        assert found is not None and found.checkpoint["id"] == _cid(20)
+        found = reader.get_tuple(config_of("t"))
+        assert found is not None and found.checkpoint["id"] == checkpoint_uuid(20)
         assert found.checkpoint["channel_values"]["n"] == 3
     # Then a new step under the stale bound: the latest is the new greatest id.
-    _put(saver, "t", _cid(30), _cid(20), 4)
+    _put(saver, "t", checkpoint_uuid(30), checkpoint_uuid(20), 4)
     for reader in (saver, StateVCSSaver(repo)):
-        found = reader.get_tuple(_config("t"))
-        assert found is not None and found.checkpoint["id"] == _cid(30)
+        found = reader.get_tuple(config_of("t"))
+        assert found is not None and found.checkpoint["id"] == checkpoint_uuid(30)
     other.delete_thread("t")
-    assert saver.get_tuple(_config("t")) is None
-    assert saver.get_tuple(_config("t", cid=_cid(10))) is None
-    assert list(saver.list(_config("t"))) == []
-    assert saver.get_delta_channel_history(config=_config("t"), channels=["n"]) == {
+    assert saver.get_tuple(config_of("t")) is None
+    assert saver.get_tuple(config_of("t", checkpoint_id=checkpoint_uuid(10))) is None
+    assert list(saver.list(config_of("t"))) == []
+    assert saver.get_delta_channel_history(config=config_of("t"), channels=["n"]) == {
         "n": {"writes": []}
     }
 
@@ -386,35 +362,37 @@ def test_latest_after_the_greatest_id_is_dropped_by_delete_for_runs(
 def test_prune_keep_latest_keeps_the_checkpoint_get_tuple_calls_latest() -> None:
     repo = statevcs.Repo.init("memory://")
     saver = StateVCSSaver(repo)
-    _put(saver, "t", _cid(50), None, 1)
-    saver.put_writes(_config("t", cid=_cid(50)), [("n", "folded")], "task-1")
-    _put(saver, "t", _cid(10), _cid(50), 2)  # a clock behind: folds 50's writes
-    saver.put_writes(_config("t", cid=_cid(50)), [("n", "side")], "task-2")
-    latest = saver.get_tuple(_config("t"))
-    assert latest is not None and latest.checkpoint["id"] == _cid(50)
+    _put(saver, "t", checkpoint_uuid(50), None, 1)
+    saver.put_writes(config_of("t", checkpoint_id=checkpoint_uuid(50)), [("n", "folded")], "task-1")
+    _put(
+        saver, "t", checkpoint_uuid(10), checkpoint_uuid(50), 2
+    )  # a clock behind: folds 50's writes
+    saver.put_writes(config_of("t", checkpoint_id=checkpoint_uuid(50)), [("n", "side")], "task-2")
+    latest = saver.get_tuple(config_of("t"))
+    assert latest is not None and latest.checkpoint["id"] == checkpoint_uuid(50)
     saver.prune(["t"], strategy="keep_latest")
-    kept = saver.get_tuple(_config("t"))
+    kept = saver.get_tuple(config_of("t"))
     assert kept is not None
     assert kept.checkpoint["id"] == latest.checkpoint["id"]
     assert kept.checkpoint["channel_values"] == latest.checkpoint["channel_values"]
     assert kept.pending_writes == latest.pending_writes
     assert [w[2] for w in kept.pending_writes] == ["folded", "side"]
-    assert [t.checkpoint["id"] for t in saver.list(_config("t"))] == [_cid(50)]
+    assert [t.checkpoint["id"] for t in saver.list(config_of("t"))] == [checkpoint_uuid(50)]
 
 
 def test_latest_of_an_empty_or_missing_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lg_store, "INDEX_AFTER", 1)
     repo = statevcs.Repo.init("memory://")
     saver = StateVCSSaver(repo)
-    assert saver.get_tuple(_config("t")) is None
-    assert saver.get_tuple(_config("t", "sub:1")) is None
-    _put(saver, "t", _cid(5), None, 1, ns="sub:1")
-    assert saver.get_tuple(_config("t")) is None
-    found = saver.get_tuple(_config("t", "sub:1"))
-    assert found is not None and found.checkpoint["id"] == _cid(5)
+    assert saver.get_tuple(config_of("t")) is None
+    assert saver.get_tuple(config_of("t", "sub:1")) is None
+    _put(saver, "t", checkpoint_uuid(5), None, 1, ns="sub:1")
+    assert saver.get_tuple(config_of("t")) is None
+    found = saver.get_tuple(config_of("t", "sub:1"))
+    assert found is not None and found.checkpoint["id"] == checkpoint_uuid(5)
     saver.prune(["t"], strategy="delete")
-    assert saver.get_tuple(_config("t", "sub:1")) is None
-    assert saver.get_tuple(_config("t", "sub:1", _cid(5))) is None
+    assert saver.get_tuple(config_of("t", "sub:1")) is None
+    assert saver.get_tuple(config_of("t", "sub:1", checkpoint_uuid(5))) is None
 
 
 # --- 4. async twins interleaved on one saver ----------------------------------------------------
@@ -429,24 +407,26 @@ def test_async_twins_interleaved_on_one_saver_with_the_index_in_use(
     chain: list[str] = []
     for n in range(40):
         # Every fifth id behind its parent (a clock stepping back).
-        cid = _cid(1000 + n * 10 - (15 if n % 5 == 4 else 0))
+        cid = checkpoint_uuid(1000 + n * 10 - (15 if n % 5 == 4 else 0))
         for s in (saver, memory):
             _put(s, "t", cid, chain[-1] if chain else None, n + 1, run=f"r{n % 3}")
         chain.append(cid)
     readable, written = chain[:20], chain[20:]
-    expected = {c: _shape(memory.get_tuple(_config("t", cid=c))) for c in readable}
-    saver.get_tuple(_config("t", cid=chain[0]))  # index the namespace
+    expected = {c: tuple_shape(memory.get_tuple(config_of("t", checkpoint_id=c))) for c in readable}
+    saver.get_tuple(config_of("t", checkpoint_id=chain[0]))  # index the namespace
 
     async def run() -> list[Any]:
         calls: list[Any] = []
         for i in range(30):
-            calls.append(saver.aget_tuple(_config("t", cid=readable[i % len(readable)])))
+            calls.append(
+                saver.aget_tuple(config_of("t", checkpoint_id=readable[i % len(readable)]))
+            )
             if i % 3 == 0:
-                fork = _cid(5000 + i)
+                fork = checkpoint_uuid(5000 + i)
                 parent = chain[(i * 7) % len(chain)]
                 calls.append(
                     saver.aput(
-                        _config("t", cid=parent),
+                        config_of("t", checkpoint_id=parent),
                         checkpoint(fork, {"messages": ["f"], "n": i}, 100 + i),
                         {"source": "fork", "step": i},
                         {"messages": 100 + i, "n": 100 + i},
@@ -455,12 +435,14 @@ def test_async_twins_interleaved_on_one_saver_with_the_index_in_use(
             if i % 2 == 0:
                 target = written[i % len(written)]
                 calls.append(
-                    saver.aput_writes(_config("t", cid=target), [("n", f"w{i}")], f"task-{i}")
+                    saver.aput_writes(
+                        config_of("t", checkpoint_id=target), [("n", f"w{i}")], f"task-{i}"
+                    )
                 )
             if i % 5 == 0:
 
                 async def listed() -> list[Any]:
-                    return [t async for t in saver.alist(_config("t"), limit=3)]
+                    return [t async for t in saver.alist(config_of("t"), limit=3)]
 
                 calls.append(listed())
         return await asyncio.gather(*calls)
@@ -469,28 +451,30 @@ def test_async_twins_interleaved_on_one_saver_with_the_index_in_use(
     reads = [r for r in results if r is not None and hasattr(r, "checkpoint")]
     assert len(reads) == 30
     for found in reads:
-        assert _shape(found) == expected[found.checkpoint["id"]]
+        assert tuple_shape(found) == expected[found.checkpoint["id"]]
     # The same calls, one by one, on InMemorySaver.
     for i in range(30):
         if i % 3 == 0:
             memory.put(
-                _config("t", cid=chain[(i * 7) % len(chain)]),
-                checkpoint(_cid(5000 + i), {"messages": ["f"], "n": i}, 100 + i),
+                config_of("t", checkpoint_id=chain[(i * 7) % len(chain)]),
+                checkpoint(checkpoint_uuid(5000 + i), {"messages": ["f"], "n": i}, 100 + i),
                 {"source": "fork", "step": i},
                 {"messages": 100 + i, "n": 100 + i},
             )
         if i % 2 == 0:
             memory.put_writes(
-                _config("t", cid=written[i % len(written)]), [("n", f"w{i}")], f"task-{i}"
+                config_of("t", checkpoint_id=written[i % len(written)]),
+                [("n", f"w{i}")],
+                f"task-{i}",
             )
     fresh = StateVCSSaver(repo)
-    everything = [*chain, *(_cid(5000 + i) for i in range(0, 30, 3)), None]
+    everything = [*chain, *(checkpoint_uuid(5000 + i) for i in range(0, 30, 3)), None]
     for cid in everything:
-        want = _shape(memory.get_tuple(_config("t", cid=cid)))
-        assert _shape(saver.get_tuple(_config("t", cid=cid))) == want, cid
-        assert _shape(fresh.get_tuple(_config("t", cid=cid))) == want, cid
-    got = [_shape(t) for t in saver.list(_config("t"))]
-    assert got == [_shape(t) for t in memory.list(_config("t"))]
+        want = tuple_shape(memory.get_tuple(config_of("t", checkpoint_id=cid)))
+        assert tuple_shape(saver.get_tuple(config_of("t", checkpoint_id=cid))) == want, cid
+        assert tuple_shape(fresh.get_tuple(config_of("t", checkpoint_id=cid))) == want, cid
+    got = [tuple_shape(t) for t in saver.list(config_of("t"))]
+    assert got == [tuple_shape(t) for t in memory.list(config_of("t"))]
 
 
 # --- 5. list() batches decode only what they may yield ---------------------------------------
@@ -507,15 +491,20 @@ def test_list_with_limit_or_filter_never_decodes_a_checkpoint_it_does_not_yield(
     # An old checkpoint holds a message the strict saver may not build; the latest no longer.
     old = [HumanMessage(content="hi", id="h1"), _Memo(content="note", id="m1")]
     first = wide.put(
-        _config("t"), checkpoint(_cid(1), {"messages": old}, 1), {"step": 1}, {"messages": 1}
+        config_of("t"),
+        checkpoint(checkpoint_uuid(1), {"messages": old}, 1),
+        {"step": 1},
+        {"messages": 1},
     )
     new = [HumanMessage(content="hi", id="h1")]
-    wide.put(first, checkpoint(_cid(2), {"messages": new}, 2), {"step": 2}, {"messages": 2})
-    latest = strict.get_tuple(_config("t"))
+    wide.put(
+        first, checkpoint(checkpoint_uuid(2), {"messages": new}, 2), {"step": 2}, {"messages": 2}
+    )
+    latest = strict.get_tuple(config_of("t"))
     assert latest is not None and latest.checkpoint["channel_values"]["messages"] == new
     for kwargs in ({"limit": 1}, {"filter": {"step": 2}}):
-        got = list(strict.list(_config("t"), **kwargs))  # type: ignore[arg-type]
-        assert [t.checkpoint["id"] for t in got] == [_cid(2)]
+        got = list(strict.list(config_of("t"), **kwargs))  # type: ignore[arg-type]
+        assert [t.checkpoint["id"] for t in got] == [checkpoint_uuid(2)]
         assert got[0].checkpoint["channel_values"]["messages"] == new
     with pytest.raises(UnsafeValue):
-        list(strict.list(_config("t")))
+        list(strict.list(config_of("t")))

@@ -3,8 +3,6 @@ puts (forks, ids put again), pending writes, ``delete_thread`` and ``list`` with
 
 from __future__ import annotations
 
-from typing import Any
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.memory import InMemorySaver
@@ -12,7 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 import statevcs
 from statevcs.integrations.langgraph import StateVCSSaver
 
-from .langgraph_support import checkpoint
+from .langgraph_support import checkpoint, config_of, tuple_shape
 
 _THREADS = ("a", "b")
 _NAMESPACES = ("", "sub:1")
@@ -27,26 +25,6 @@ _CALLS = st.lists(
     min_size=3,
     max_size=35,
 )
-
-
-def _config(thread: str, ns: str, cid: str | None = None) -> Any:
-    configurable: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ns}
-    if cid is not None:
-        configurable["checkpoint_id"] = cid
-    return {"configurable": configurable}
-
-
-def _shape(result: Any) -> Any:
-    if result is None:
-        return None
-    return (
-        result.config,
-        result.checkpoint["id"],
-        result.checkpoint["channel_values"],
-        result.metadata,
-        result.parent_config,
-        result.pending_writes,
-    )
 
 
 @settings(max_examples=80, deadline=None)
@@ -74,11 +52,11 @@ def test_saver_calls_answer_as_in_memory_saver_answers(
                 {},
                 {"filter": {"step": step}},
                 {"limit": 1 + arg % 3},
-                {"before": _config(thread, ns, before)} if before else {},
+                {"before": config_of(thread, ns, before)} if before else {},
             ):
-                for config in (_config(thread, ns), _config(thread, "")):
-                    got = [_shape(t) for t in ours.list(config, **kwargs)]
-                    want = [_shape(t) for t in memory.list(config, **kwargs)]
+                for config in (config_of(thread, ns), config_of(thread, "")):
+                    got = [tuple_shape(t) for t in ours.list(config, **kwargs)]
+                    want = [tuple_shape(t) for t in memory.list(config, **kwargs)]
                     assert got == want, kwargs
             continue
         if op in ("put", "again"):
@@ -93,7 +71,7 @@ def test_saver_calls_answer_as_in_memory_saver_answers(
             version += 1  # LangGraph's channel versions only grow (InMemorySaver keys by them)
             for saver in (ours, memory):
                 saver.put(
-                    _config(thread, ns, parent),
+                    config_of(thread, ns, parent),
                     checkpoint(cid, values, version),
                     {"source": "loop", "step": arg % 5},
                     {"messages": version, "n": version},
@@ -107,11 +85,11 @@ def test_saver_calls_answer_as_in_memory_saver_answers(
             channel = ("messages", "__error__", "n")[arg % 3]
             for saver in (ours, memory):
                 saver.put_writes(
-                    _config(thread, ns, target), [(channel, f"w{arg}")], f"task-{arg % 2}"
+                    config_of(thread, ns, target), [(channel, f"w{arg}")], f"task-{arg % 2}"
                 )
     fresh = StateVCSSaver(repo)
     for (thread, ns), known in ids.items():
         for cid in [*known, None]:
-            want = _shape(memory.get_tuple(_config(thread, ns, cid)))
-            assert _shape(ours.get_tuple(_config(thread, ns, cid))) == want
-            assert _shape(fresh.get_tuple(_config(thread, ns, cid))) == want
+            want = tuple_shape(memory.get_tuple(config_of(thread, ns, cid)))
+            assert tuple_shape(ours.get_tuple(config_of(thread, ns, cid))) == want
+            assert tuple_shape(fresh.get_tuple(config_of(thread, ns, cid))) == want

@@ -16,13 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 import statevcs
 from statevcs.integrations.langgraph import StateVCSSaver
 
-from .langgraph_support import checkpoint, thread
-
-
-def _cid(n: int) -> str:
-    # Time-ordered like LangGraph's uuid6 ids, but some steps go back (a clock stepping back).
-    return f"1ef{n:05d}-0000-6000-8000-000000000000"
-
+from .langgraph_support import checkpoint, checkpoint_uuid, thread
 
 _MEMORY_STEPS = st.lists(
     st.tuples(
@@ -104,13 +98,13 @@ def test_forks_and_checkpoints_put_again_read_back_as_in_memory_saver(
         if cid not in ids:
             ids.append(cid)
 
-    put([ours, memory], None, _cid(counter), 1)
+    put([ours, memory], None, checkpoint_uuid(counter), 1)
     for op, arg in steps:
         target = ids[arg % len(ids)]
         if op in ("child", "other_child"):
             counter += 1
             n = counter - (backwards * 50 if arg % 5 == 0 else 0)
-            put([ours if op == "child" else other, memory], target, _cid(n), counter)
+            put([ours if op == "child" else other, memory], target, checkpoint_uuid(n), counter)
         elif op == "again":
             put([ours, memory], parents[target], target, arg + 1)
         else:
