@@ -211,18 +211,6 @@ def preload(repo: Repo, found: Sequence[Stored]) -> None:
         db.load_many([n for n in nodes if isinstance(n, bytes)])
 
 
-def find(repo: Repo, heads: Heads, checkpoint_id: str) -> Stored | None:
-    """Return the commit of ``checkpoint_id`` in a namespace (heads first, then history)."""
-    for head in heads.commits():
-        found = load(repo.objects, head)
-        if found.checkpoint_id == checkpoint_id:
-            return found
-    for candidate in all_commits(repo, heads):
-        if candidate.checkpoint_id == checkpoint_id:
-            return candidate
-    return None
-
-
 def head_updates(
     key: ThreadKey,
     heads: Heads,
@@ -608,18 +596,6 @@ def _folding(children: Iterable[Stored], parent: Stored) -> list[Stored]:
     return [c for c in leads(children, parent) if c.info.get(FOLDED) == 1]
 
 
-def find_with_folders(
-    repo: Repo, heads: Heads, checkpoint_id: str
-) -> tuple[Stored | None, list[Stored]]:
-    """:func:`find`, also returning the commits that fold the found checkpoint's writes.
-
-    A head is a leaf (no child folds anything); otherwise the walk stops as soon as the
-    checkpoint and its lead child have both been seen, else it reads the whole namespace.
-    """
-    found, folders, _index = find_or_index(repo, heads, checkpoint_id)
-    return found, folders
-
-
 INDEX_AFTER = 256
 """A walk that passes this many commits before it finds its checkpoint reads the rest of
 the namespace too and returns an :class:`Index` of it."""
@@ -635,12 +611,13 @@ class Index:
 
     heads: Heads
     commits: dict[str, ObjectId] = field(default_factory=dict)
-    """Checkpoint id -> its commit (the first met, heads first, as :func:`find` meets them)."""
+    """Checkpoint id -> its commit (the first met, heads first, as :func:`find_or_index` meets
+    them)."""
     children: dict[str, list[ObjectId]] = field(default_factory=dict)
     """Checkpoint id -> the commits whose parent checkpoint it is."""
 
     def add(self, found: Stored) -> None:
-        """Record one more commit of the namespace (in :func:`find`'s order)."""
+        """Record one more commit of the namespace (in :func:`find_or_index`'s order)."""
         self.commits.setdefault(found.checkpoint_id, found.commit_id)
         parent = found.info.get("parent_checkpoint_id")
         if type(parent) is str:
@@ -651,7 +628,7 @@ class Index:
         return heads.tip == self.heads.tip and heads.leaves == self.heads.leaves
 
     def find(self, repo: Repo, checkpoint_id: str) -> tuple[Stored | None, list[Stored]]:
-        """:func:`find_with_folders` answered from the index."""
+        """:func:`find_or_index`'s checkpoint and folding commits, from the index."""
         commit_id = self.commits.get(checkpoint_id)
         if commit_id is None:
             return None, []
@@ -663,9 +640,14 @@ class Index:
 def find_or_index(
     repo: Repo, heads: Heads, checkpoint_id: str
 ) -> tuple[Stored | None, list[Stored], Index | None]:
-    """:func:`find_with_folders`, plus an :class:`Index` of the namespace when the walk went
-    past :data:`INDEX_AFTER` commits (it then reads the rest of the namespace: a thread whose
-    old checkpoints are looked up once tends to be looked up again)."""
+    """The commit of ``checkpoint_id`` in a namespace (heads first, then history), the commits
+    that fold its writes, and an :class:`Index` of the namespace when the walk went past
+    :data:`INDEX_AFTER` commits (it then reads the rest of the namespace: a thread whose old
+    checkpoints are looked up once tends to be looked up again).
+
+    A head is a leaf (no child folds anything); otherwise the walk stops as soon as the
+    checkpoint and its lead child have both been seen, else it reads the whole namespace.
+    """
     index = Index(heads)
     head_ids = heads.commits()
     for head in head_ids:
@@ -992,7 +974,6 @@ __all__ = [
     "checkpoint_commit",
     "checkpoint_doc",
     "encode_commit",
-    "find",
     "head_updates",
     "heads_after",
     "load",
@@ -1000,7 +981,6 @@ __all__ = [
     "metadata_of",
     "folded_writes",
     "find_or_index",
-    "find_with_folders",
     "Index",
     "INDEX_AFTER",
     "folders_of",
