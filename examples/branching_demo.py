@@ -19,13 +19,13 @@ from __future__ import annotations
 import shlex
 import sys
 import tempfile
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import statevcs
 
-START = datetime(2025, 3, 14, 9, 0, tzinfo=timezone.utc)
+START = datetime(2025, 3, 14, 9, 0, tzinfo=UTC)
 AUTHOR = "trip-agent <agent@example.com>"
 
 

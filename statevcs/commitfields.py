@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .errors import SerializationError
@@ -23,7 +23,7 @@ MAX_TEXT_BYTES = 1024 * 1024
 
 _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def check_text(value: object, argument: str, *, limit: int = MAX_TEXT_BYTES) -> str:

@@ -10,7 +10,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, Literal, cast
 
@@ -131,7 +131,7 @@ class _Sync:
 
 def _utc(micros: int, commit_id: ObjectId) -> datetime:
     try:
-        return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=micros)
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=micros)
     except OverflowError:
         raise CorruptObject(
             to_hex(commit_id), f"its timestamp ({micros} µs since 1970) is out of range"
@@ -871,7 +871,7 @@ class Repo:
             ReflogEntry(
                 to_hex(e.old) if e.old else None,
                 to_hex(e.new) if e.new else None,
-                datetime.fromtimestamp(e.timestamp, tz=timezone.utc),
+                datetime.fromtimestamp(e.timestamp, tz=UTC),
                 e.message,
             )
             for e in self._store.reflog(full)
@@ -1223,7 +1223,7 @@ class _CommitFields:
             repo.objects,
             check_text(message, "message"),
             repo.author if author is None else check_text(author, "author"),
-            timestamp_us(datetime.now(timezone.utc) if timestamp is None else timestamp),
+            timestamp_us(datetime.now(UTC) if timestamp is None else timestamp),
             canonical_metadata(metadata),
         )
 

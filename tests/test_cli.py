@@ -15,7 +15,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -260,10 +260,10 @@ def msgpack_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two commits whose state was written with msgpack (a datetime JSON cannot hold)."""
     path = tmp_path_factory.mktemp("msgpack") / "repo"
     with statevcs.Repo.init(path, serializer=statevcs.MsgpackSerializer()) as repo:
-        agent: dict[str, Any] = {"messages": [], "when": datetime(2025, 1, 1, tzinfo=timezone.utc)}
-        repo.commit(agent, "first", timestamp=datetime(2025, 1, 1, tzinfo=timezone.utc))
-        agent["when"] = datetime(2025, 2, 1, tzinfo=timezone.utc)
-        repo.commit(agent, "second", timestamp=datetime(2025, 1, 2, tzinfo=timezone.utc))
+        agent: dict[str, Any] = {"messages": [], "when": datetime(2025, 1, 1, tzinfo=UTC)}
+        repo.commit(agent, "first", timestamp=datetime(2025, 1, 1, tzinfo=UTC))
+        agent["when"] = datetime(2025, 2, 1, tzinfo=UTC)
+        repo.commit(agent, "second", timestamp=datetime(2025, 1, 2, tzinfo=UTC))
     return path
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ import statevcs
 from statevcs.durations import DURATION_HELP
 from statevcs.repo import Repo
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 PYTHON_ADVICE = re.compile(r"Repo\.(open|init)\(|repo\.\w+\(|force=True|create=True")
 
 

@@ -11,7 +11,7 @@ import random
 import re
 import shutil
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,7 @@ from statevcs.cli import graph_order, graph_rows
 from statevcs.mirror.git import export_git
 from statevcs.snapshot import Snapshot
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 # "<12 hex> (decorations) " between the graph and the message of a commit row.
 _ID_AND_REFS = re.compile(r"[0-9a-f]{12}(?: \([^)]*\))? ")
 

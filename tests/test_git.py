@@ -7,7 +7,7 @@ import math
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from statevcs.mirror.git import MAP_FILE, export_git, from_json, import_git, to_
 pytest.importorskip("dulwich")
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git CLI")
 
-T0 = datetime(2025, 1, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
 
 def git(*args: str | Path, cwd: Path | None = None) -> str:

@@ -38,7 +38,7 @@ import subprocess
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -61,7 +61,7 @@ pytestmark = [
 
 EXPRESSIONS = int(os.environ.get("STATEVCS_DIFF_EXPRESSIONS", "800"))
 RANDOM_OPS = int(os.environ.get("STATEVCS_DIFF_RANDOM_OPS", "40"))
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
 GIT_ENV = {
     **os.environ,
     "GIT_CONFIG_GLOBAL": os.devnull,

@@ -9,7 +9,7 @@ import shutil
 import sys
 import zlib
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ pytest.importorskip("dulwich")
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo as GitRepo
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 Entries = dict[bytes, tuple[int, bytes]]
 FILE, TREE, LINK, GITLINK = 0o100644, 0o040000, 0o120000, 0o160000
 

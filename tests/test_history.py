@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -21,7 +21,7 @@ from statevcs.history import (
     walk,
 )
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def _build(shape: list[tuple[int, ...]], skew: list[int]) -> tuple[Repo, list[ObjectId]]:

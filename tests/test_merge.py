@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -13,7 +13,7 @@ import statevcs
 from statevcs import MergeConflict, RefConflict, Snapshot
 from statevcs.merge import MISSING, merge_snapshots, same
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def snap(messages: list[Any] | None = None, **state: Any) -> Snapshot:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -20,7 +20,7 @@ def test_objects_write_a_snapshot_and_a_commit_and_read_them_back(repo: Repo) ->
         [parent],
         message="by hand",
         author="tool <tool@example.com>",
-        timestamp=datetime(2025, 1, 1, tzinfo=timezone.utc),
+        timestamp=datetime(2025, 1, 1, tzinfo=UTC),
         metadata={"b": 1, "a": [1]},
     )
     commit = repo.objects.load_commit(commit_id)
@@ -33,7 +33,7 @@ def test_objects_write_a_snapshot_and_a_commit_and_read_them_back(repo: Repo) ->
 def test_write_commit_validates_before_writing(repo: Repo) -> None:
     snapshot_id = repo.objects.write_snapshot(statevcs.Snapshot())
     before = sum(1 for _ in repo.store.iter_objects())
-    moment = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    moment = datetime(2025, 1, 1, tzinfo=UTC)
     with pytest.raises(TypeError, match="parents"):
         repo.objects.write_commit(snapshot_id, "ab", message="", author="a", timestamp=moment)
     with pytest.raises(statevcs.MissingObject):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 import sqlite3
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -230,7 +230,7 @@ def test_rich_state_with_msgpack_serializer(tmp_path: Path) -> None:
     serializer = statevcs.MsgpackSerializer()
     with Repo.init(tmp_path / "r", serializer=serializer) as repo:
         value = {
-            "when": dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+            "when": dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
             "id": uuid.UUID(int=7),
             "price": Decimal("1.10"),
         }
@@ -267,7 +267,7 @@ def test_plumbing_containers_write_commits_and_move_refs(repo: Repo) -> None:
         [a_id, a_id],
         message="two parents",
         author="me <me@example.com>",
-        timestamp=datetime.now(timezone.utc),
+        timestamp=datetime.now(dt.UTC),
     )
     repo.refs.set("refs/heads/main", merge_id, expected=a_id)
     with pytest.raises(statevcs.RefConflict):

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import uuid
-from datetime import date, datetime, time, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -177,7 +177,7 @@ named_offsets = st.builds(
     st.timedeltas(min_value=timedelta(hours=-12), max_value=timedelta(hours=12)),
     st.text(min_size=1, max_size=8),
 )
-any_tz = st.none() | st.just(timezone.utc) | fixed_offsets | named_offsets | st.timezones()
+any_tz = st.none() | st.just(UTC) | fixed_offsets | named_offsets | st.timezones()
 datetimes = st.datetimes(timezones=any_tz)
 points = st.builds(
     Point, x=st.integers(), when=datetimes, tags=st.frozensets(st.text(max_size=5), max_size=4)
@@ -417,7 +417,7 @@ def test_msgpack_rich_value_examples() -> None:
         "naive": datetime(2024, 3, 31, 2, 30, 0, 17),
         "aware": datetime(2024, 10, 27, 2, 30, tzinfo=paris, fold=1),
         "named": datetime(2024, 1, 1, tzinfo=timezone(timedelta(hours=5, minutes=30), "IST")),
-        "utc": datetime(2024, 1, 1, tzinfo=timezone.utc),
+        "utc": datetime(2024, 1, 1, tzinfo=UTC),
         "time": time(23, 59, 59, 999999, tzinfo=timezone(timedelta(hours=-3))),
         "day": date(1, 1, 1),
         "span": timedelta(days=-3, seconds=5, microseconds=7),
@@ -453,7 +453,7 @@ def test_msgpack_registered_classes_round_trip() -> None:
     )
     event = Event(
         name="tick",
-        at=datetime(2024, 2, 2, 12, tzinfo=timezone.utc),
+        at=datetime(2024, 2, 2, 12, tzinfo=UTC),
         counts={"a": 1},
         point=point,
         color=Color.PAIR,

@@ -202,10 +202,11 @@ class CommandUsageError(click.UsageError):
 
 
 def usage_error(exc: click.UsageError) -> CommandUsageError:
-    """``exc`` as a :class:`CommandUsageError` with the same message, context and status."""
-    error = CommandUsageError(exc.format_message(), exc.ctx)
-    error.exit_code = exc.exit_code
-    return error
+    """``exc`` as a :class:`CommandUsageError` with the same message and context (status 2).
+
+    click gives every usage error exit status 2, a class attribute since click 8.5.
+    """
+    return CommandUsageError(exc.format_message(), exc.ctx)
 
 
 # Advice written for Python callers, as the command line says it; the commands give more

@@ -6,7 +6,7 @@ import copy
 import json
 import math
 import pickle
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -203,7 +203,7 @@ def test_rich_state_values_need_the_msgpack_serializer(
 ) -> None:
     agent = make_agent(["ok"])
     with pytest.raises(ValueError, match="JSON serializable"):
-        agent.state.set("when", datetime.now(timezone.utc))  # Strands itself refuses it
+        agent.state.set("when", datetime.now(UTC))  # Strands itself refuses it
     agent.state.set("pair", (1, 2))
     agent.state.set("by_id", {7: "seven"})
     repo = statevcs.Repo.init(tmp_path / "rich", serializer=statevcs.MsgpackSerializer())

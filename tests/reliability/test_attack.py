@@ -12,6 +12,7 @@ import itertools
 import subprocess
 import sys
 import time
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -587,7 +588,7 @@ def test_gc_and_reflog_expiry_looping_in_another_process_never_break_live_writer
 def test_plumbing_objects_collected_before_their_ref_is_set_are_refused(
     repo_path: Path,
 ) -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     repo = Repo.open(repo_path)
     head = repo.refs.get("refs/heads/main")
@@ -600,7 +601,7 @@ def test_plumbing_objects_collected_before_their_ref_is_set_are_refused(
         [head],
         message="plumbing",
         author="tool <t@x>",
-        timestamp=datetime.now(timezone.utc),
+        timestamp=datetime.now(UTC),
     )
     _python(f"from statevcs import Repo\nRepo.open({str(repo_path)!r}).gc('0')\n")
     with pytest.raises(StateVCSError):
@@ -619,7 +620,7 @@ def test_plumbing_objects_collected_before_their_ref_is_set_are_refused(
         [head],
         message="plumbing",
         author="tool <t@x>",
-        timestamp=datetime.now(timezone.utc),
+        timestamp=datetime.now(UTC),
     )
     repo.refs.set("refs/heads/main", again, expected=head)
     repo.close()
@@ -698,7 +699,7 @@ def test_a_timestamp_whose_zone_gives_an_impossible_offset_is_a_statevcs_error()
 
 def test_a_commit_dated_before_1970_exports_a_commit_git_accepts(tmp_path: Path) -> None:
     import shutil
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     if shutil.which("git") is None:
         pytest.skip("the git CLI is not installed; it is the judge of a valid git commit")
@@ -706,7 +707,7 @@ def test_a_commit_dated_before_1970_exports_a_commit_git_accepts(tmp_path: Path)
     from statevcs.mirror.git import export_git
 
     repo = Repo.init(tmp_path / "repo")
-    moment = datetime(1969, 12, 31, tzinfo=timezone.utc)
+    moment = datetime(1969, 12, 31, tzinfo=UTC)
     try:
         repo.commit({"messages": []}, message="old", timestamp=moment)
     except StateVCSError:

@@ -18,7 +18,7 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -525,7 +525,7 @@ def test_commit_on_a_parent_another_machine_collected_is_refused(
                 [commit_id],
                 message="on top",
                 author="a",
-                timestamp=datetime.now(timezone.utc),
+                timestamp=datetime.now(UTC),
             )
             fresh.refs.set("refs/heads/on-top", new)
     restore_everything(s3_url)

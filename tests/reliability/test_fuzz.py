@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import traceback
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -175,13 +175,13 @@ authors = st.one_of(st.none(), text, surrogate_text, st.just("a\nb <x>"), WRONG_
 timestamps = st.one_of(
     st.none(),
     st.datetimes(),
-    st.datetimes(timezones=st.just(timezone.utc)),
+    st.datetimes(timezones=st.just(UTC)),
     st.sampled_from(
         [
             datetime.min,
             datetime.max,
-            datetime(1, 1, 1, tzinfo=timezone.utc),
-            datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=timezone.utc),
+            datetime(1, 1, 1, tzinfo=UTC),
+            datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
             datetime(1969, 12, 31, 23, 59, 59, tzinfo=timezone(timedelta(hours=-14))),
             datetime(2500, 1, 1, tzinfo=timezone(timedelta(hours=14))),
         ]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, overload
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -324,7 +324,7 @@ def checkpoint_doc(repo: Repo, found: Stored, serde: SerializerProtocol) -> dict
     return value
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def iso_timestamp(us: int) -> str:
@@ -842,7 +842,7 @@ def _timestamp(text: object) -> datetime:
             moment = None
         if moment is not None and moment.tzinfo is not None:
             return moment
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _commit_message(metadata: Mapping[str, Any]) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import weakref
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from strands.hooks import AgentInitializedEvent, HookRegistry, MultiAgentInitializedEvent
@@ -204,7 +204,7 @@ class StateVCSSessionManager(SessionManager):
             [],
             message="start session",
             author=self._committer.author or repo.author,
-            timestamp=datetime.now(timezone.utc),
+            timestamp=datetime.now(UTC),
             metadata={"event": "start", self._counter: 0},
         )
         with contextlib.suppress(RefConflict):

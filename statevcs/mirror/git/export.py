@@ -13,7 +13,7 @@ import math
 import os
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -405,7 +405,7 @@ def _map_key(map_ref: MapRef) -> bytes:
 def _utc(micros: int) -> datetime:
     try:
         # The same conversion as Repo's commits, so statevcs.json holds the time they show.
-        return datetime.fromtimestamp(micros / 1_000_000, tz=timezone.utc)
+        return datetime.fromtimestamp(micros / 1_000_000, tz=UTC)
     except (ValueError, OverflowError, OSError) as exc:
         raise GitMirrorError(
             f"its timestamp ({micros} µs after 1970) is outside the years a mirror can hold "

@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -149,8 +149,8 @@ def _parse_info(data: bytes) -> _Info:
     try:
         moment = datetime.fromisoformat(stamp)
         if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
-        moment.astimezone(timezone.utc)
+            moment = moment.replace(tzinfo=UTC)
+        moment.astimezone(UTC)
     except (ValueError, OverflowError) as exc:
         raise GitMirrorError(
             f"statevcs.json: 'timestamp' must be an ISO 8601 time, not {stamp!r:.60} ({exc})"
@@ -479,7 +479,7 @@ def _plan_one(
         plan.message = git_commit.message.decode("utf-8", "replace").rstrip("\n")
         plan.author = git_commit.author.decode("utf-8", "replace")
         try:
-            plan.timestamp = datetime.fromtimestamp(git_commit.author_time, tz=timezone.utc)
+            plan.timestamp = datetime.fromtimestamp(git_commit.author_time, tz=UTC)
         except (OverflowError, ValueError, OSError) as exc:
             raise GitMirrorError(f"its author time cannot be read ({exc})") from None
         _check_commit_fields(plan.message, plan.author, plan.timestamp, {})
