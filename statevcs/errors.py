@@ -62,6 +62,26 @@ class StaleCache(StoreError):
         )
 
 
+class ForkedProcessError(StoreError):
+    """An ``s3://`` repository was used in a process forked from one that had used S3.
+
+    obstore runs every S3 request on one I/O runtime per process, started by the first
+    request; ``fork()`` copies it without its threads, so in the child every request, on the
+    parent's handle or a new one, would wait forever. Raised at once instead.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        super().__init__(
+            f"cannot use {url} in this process: it was forked from a process that had already "
+            "used S3, and a forked copy of that process cannot make S3 requests (they would "
+            "hang). Start worker processes with multiprocessing's 'spawn' or 'forkserver' "
+            "start method, or use S3 only after the fork, in the children (open repositories "
+            "in each worker, not while a preloaded app is imported: gunicorn --preload, "
+            "Celery's prefork pool); see 'Forked processes' in docs/storage.md"
+        )
+
+
 class ObjectError(StateVCSError):
     """Base class for problems with stored objects."""
 

@@ -60,6 +60,7 @@ from ..errors import (
     StoreError,
 )
 from ..hashing import ID_SIZE, ObjectId, hash_bytes
+from . import forksafety
 from .base import (
     ANY,
     RefsState,
@@ -243,6 +244,7 @@ class _Client:
     """obstore calls on one bucket, every failure as a StoreError that says what to check."""
 
     def __init__(self, location: S3Location) -> None:
+        forksafety.enter_s3(location.url)  # a store made in a forked child would hang
         self.location = location
         self.obstore = _obstore()
         errors = self.obstore.exceptions
@@ -1497,12 +1499,16 @@ class S3Store(Store):
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError(f"the store for {self.url} is closed; open the repository again")
+        # Before any lock: one held by a parent's thread at the fork is never released here.
+        forksafety.enter_s3(self.url)
 
     def close(self) -> None:
         """Stop the request threads and close the local cache."""
         if self._closed:
             return
         self._closed = True
+        if forksafety.s3_runtime_inherited():
+            return  # the parent's request threads, locks and cache connection: not ours
         self._client.close()
         if self._cache is not None:
             self._cache.close()

@@ -2,7 +2,9 @@
 
 Several processes may open the same file: writers take SQLite's write lock with
 ``BEGIN IMMEDIATE`` (waiting up to ``busy_timeout``), so a commit's objects and its ref
-compare-and-swap land together or not at all.
+compare-and-swap land together or not at all. A handle survives ``fork()``: it lets go of its
+connection just before a fork and reconnects on next use, in the parent and in the child
+(see :mod:`statevcs.stores.forksafety`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..errors import (
 )
 from ..hashing import ObjectId
 from ..objects import CommitObject, decode
+from . import forksafety
 from .base import (
     ANY,
     RefsState,
@@ -297,20 +300,12 @@ class SQLiteStore(Store):
         self.path = Path(path)
         self.url = str(self.path)
         self.durability: Durability = durability
+        self._busy_timeout = busy_timeout
         self._lock = threading.RLock()
+        self._closed = False
+        self._db: sqlite3.Connection | None = None  # None: connect on next use
         try:
-            self._db = sqlite3.connect(
-                str(self.path),
-                timeout=busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            sync = "FULL" if durability == "full" else "NORMAL"
-            self._db.execute(f"PRAGMA synchronous={sync}")
-            self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
-            self._db.execute(f"PRAGMA journal_size_limit={_WAL_LIMIT_BYTES}")
-            self._db.execute(f"PRAGMA wal_autocheckpoint={_WAL_CHECKPOINT_PAGES}")
+            self._db = self._connect()
             with self._write() as db:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
@@ -322,6 +317,58 @@ class SQLiteStore(Store):
             raise StoreError(
                 f"cannot open SQLite store {self.path}: {exc}; check the path and permissions"
             ) from exc
+        forksafety.track(self)
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(
+            str(self.path),
+            timeout=self._busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            sync = "FULL" if self.durability == "full" else "NORMAL"
+            db.execute(f"PRAGMA synchronous={sync}")
+            db.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
+            db.execute(f"PRAGMA journal_size_limit={_WAL_LIMIT_BYTES}")
+            db.execute(f"PRAGMA wal_autocheckpoint={_WAL_CHECKPOINT_PAGES}")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _connection(self) -> sqlite3.Connection:
+        """The open connection (the caller holds ``_lock``), reconnecting after a fork."""
+        if self._db is None:
+            if self._closed:
+                raise StoreError(f"the store for {self.path} is closed; open the repository again")
+            try:
+                self._db = self._connect()
+            except sqlite3.Error as exc:
+                raise StoreError(
+                    f"cannot reopen SQLite store {self.path}: {exc}; check the path and permissions"
+                ) from exc
+        return self._db
+
+    # --- fork() -------------------------------------------------------------
+
+    def _before_fork(self) -> None:
+        """Let go of the connection (waiting for a write in progress): a child that inherited
+        this process's SQLite locks on the file could lose its commits (see forksafety)."""
+        self._lock.acquire()
+        db = self._db
+        # Inside a write only if this very thread forks in the middle of one: keep it.
+        if db is not None and not db.in_transaction:
+            try:
+                db.close()
+            except sqlite3.Error:
+                return
+            self._db = None
+
+    def _after_fork(self, *, in_child: bool) -> None:
+        """Release the lock :meth:`_before_fork` took; the next use reconnects."""
+        self._lock.release()
 
     @property
     def identity(self) -> str:
@@ -348,7 +395,7 @@ class SQLiteStore(Store):
     def _query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
         with self._lock:
             try:
-                return self._db.execute(sql, params).fetchall()
+                return self._connection().execute(sql, params).fetchall()
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite read failed on {self.path}: {exc}") from exc
 
@@ -462,7 +509,7 @@ class SQLiteStore(Store):
     def refs_state(self) -> RefsState:
         """Return a fingerprint of every ref and reflog."""
         with self._lock:
-            return self._refs_state(self._db)
+            return self._refs_state(self._connection())
 
     @staticmethod
     def _refs_state(db: sqlite3.Connection) -> RefsState:
@@ -653,7 +700,10 @@ class SQLiteStore(Store):
     def close(self) -> None:
         """Close the database connection."""
         with self._lock:
-            self._db.close()
+            self._closed = True
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
 
 def _has_column(db: sqlite3.Connection, table: str, column: str) -> bool:
@@ -690,21 +740,27 @@ class _Transaction:
 
     def __init__(self, store: SQLiteStore) -> None:
         self._store = store
+        self._db: sqlite3.Connection | None = None
 
     def __enter__(self) -> sqlite3.Connection:
         self._store._lock.acquire()
         try:
-            self._store._db.execute("BEGIN IMMEDIATE")
+            self._db = self._store._connection()
+            self._db.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             self._store._lock.release()
             raise StoreError(
                 f"cannot start a write on {self._store.path}: {exc}; "
                 "another process may hold the lock for too long"
             ) from exc
-        return self._store._db
+        except BaseException:
+            self._store._lock.release()
+            raise
+        return self._db
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        db = self._store._db
+        db = self._db
+        assert db is not None
         try:
             if exc_type is None:
                 try:
