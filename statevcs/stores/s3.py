@@ -69,7 +69,7 @@ from .base import (
     check_batch,
     logged_names,
 )
-from .registry import mask_credentials
+from .registry import holds_credentials, shown_location
 
 DOCUMENT = "statevcs.json"
 DOCUMENT_FORMAT = 1
@@ -124,15 +124,11 @@ class S3Location:
         return f"{self.prefix}/{name}" if self.prefix else name
 
 
-# ``//user:password@`` (also percent-encoded, as inside a query value) up to the last '@' of
-# the authority, so a password holding '@' is masked whole.
-
-
 def _bad_url(url: str, problem: str) -> RepositoryError:
-    masked = mask_credentials(url)
-    shown = masked if len(masked) <= 200 else masked[:200] + "..."
+    # ``problem`` may quote parts of the URL: parse_s3_url refuses credentials first, so by
+    # then the URL holds none.
     return RepositoryError(
-        f"invalid S3 repository URL {shown!r}: {mask_credentials(problem)}; write it as "
+        f"invalid S3 repository URL {shown_location(url)!r}: {problem}; write it as "
         "s3://BUCKET/PREFIX?endpoint_url=http://HOST:PORT&region=REGION "
         "(credentials come from the environment, as for every S3 client)"
     )
@@ -142,9 +138,16 @@ def parse_s3_url(url: object) -> S3Location:
     """Parse an ``s3://`` repository URL; a malformed one raises ``RepositoryError`` saying why."""
     if not isinstance(url, str):
         raise TypeError(f"url must be a str, got {type(url).__name__}")
+    if holds_credentials(url):
+        # Before anything else: no later message may quote a part of a secret.
+        raise _bad_url(
+            url,
+            "it holds credentials (an '@' or a secret parameter), which go in neither the URL "
+            "nor its endpoint_url",
+        )
     if any(ord(c) < 32 or ord(c) == 127 for c in url):
         raise _bad_url(url, "it contains a control character")
-    if not url.startswith("s3://"):
+    if url[:5].lower() != "s3://":  # a URL's scheme is case-insensitive: S3:// is s3://
         raise _bad_url(url, "it does not start with s3://")
     rest = url[len("s3://") :]
     rest, hash_mark, _fragment = rest.partition("#")
