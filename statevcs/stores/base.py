@@ -103,6 +103,14 @@ class Store(abc.ABC):
     def put_many(self, objects: Mapping[ObjectId, bytes]) -> int:
         """Store objects that are not stored yet; return how many were new."""
 
+    def get_many_stored(self, ids: Iterable[ObjectId]) -> dict[ObjectId, bytes]:
+        """Like :meth:`get_many`, but the bytes the store itself holds, past any local cache.
+
+        What ``fsck`` re-hashes: a cache holds only bytes that were good when read, so it would
+        hide damage done since. The default is :meth:`get_many` (a store without a cache).
+        """
+        return self.get_many(ids)
+
     def ancestry(self, starts: Iterable[ObjectId], limit: int) -> dict[ObjectId, bytes]:
         """Return the stored bytes of ``starts`` and of up to ``limit`` commits below them.
 

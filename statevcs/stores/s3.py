@@ -1089,6 +1089,17 @@ class S3Store(Store):
         found.update(fetched)
         return found
 
+    def get_many_stored(self, ids: Iterable[ObjectId]) -> dict[ObjectId, bytes]:
+        """Return the bucket's bytes of every id that exists, never the local cache's (fsck)."""
+        self._check_open()
+
+        def fetch(object_id: ObjectId) -> tuple[ObjectId, bytes | None]:
+            got = self._client.get(self._object_key(object_id))
+            return object_id, None if got is None else got[0]
+
+        fetched = self._client.concurrently(fetch, list(dict.fromkeys(ids)))
+        return {i: data for i, data in fetched if data is not None}
+
     def put_many(self, objects: Mapping[ObjectId, bytes]) -> int:
         """Store the objects that are new (``If-None-Match: *``, all in flight together)."""
         self._check_open()
