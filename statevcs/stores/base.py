@@ -59,6 +59,22 @@ class RefUpdate:
     stays reachable from the new one, so the reflog would only repeat the history)."""
 
 
+REFLOG_NOTE_LIMIT: Final = 256
+"""The most characters a reflog note keeps: every store cuts a longer one the same way."""
+
+
+def reflog_note(message: str) -> str:
+    """``message`` as a reflog keeps it: a longer one is cut to :data:`REFLOG_NOTE_LIMIT`
+    characters, the last an ellipsis (the full message stays in the commit).
+
+    Notes live in data every writer reads and rewrites (S3's repository document): a commit
+    message's megabyte first line must not go there twice per commit.
+    """
+    if len(message) <= REFLOG_NOTE_LIMIT:
+        return message
+    return message[: REFLOG_NOTE_LIMIT - 1] + "\u2026"
+
+
 def check_batch(updates: Sequence[RefUpdate]) -> None:
     """Refuse a batch that names one ref twice (its outcome would depend on the order)."""
     names = [u.name for u in updates]
@@ -265,6 +281,7 @@ class Store(abc.ABC):
 
 __all__ = [
     "ANY",
+    "REFLOG_NOTE_LIMIT",
     "Expected",
     "RefUpdate",
     "RefsState",
@@ -273,4 +290,5 @@ __all__ = [
     "also_logged",
     "check_batch",
     "logged_names",
+    "reflog_note",
 ]

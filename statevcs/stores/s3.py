@@ -68,6 +68,7 @@ from .base import (
     StoredReflogEntry,
     check_batch,
     logged_names,
+    reflog_note,
 )
 from .registry import holds_credentials, shown_location
 
@@ -1294,7 +1295,8 @@ class S3Store(Store):
             data["refs"].pop(name, None)
             data["refs_serial"] += 1
             if message:
-                entry = [_valid_hex(old), _valid_hex(doc.refs.get(target)), self.now(), message]
+                note = reflog_note(message)
+                entry = [_valid_hex(old), _valid_hex(doc.refs.get(target)), self.now(), note]
                 self._append_logs(data, [(name, entry)])
             return data
 
@@ -1374,7 +1376,8 @@ class S3Store(Store):
                 else:
                     data["refs"][update.name] = update.new.hex()
                 data["symbolic"].pop(update.name, None)
-                entry = [_hex(current[update.name]), _hex(update.new), now, update.message]
+                note = reflog_note(update.message)
+                entry = [_hex(current[update.name]), _hex(update.new), now, note]
                 for log_name in logged_names(update, head_target):
                     entries.append((log_name, entry))
             data["refs_serial"] += 1

@@ -1,5 +1,6 @@
-"""The S3 store against damage (issue 17, section 5): ``fsck`` checks the bucket's bytes, not a
-warm local cache."""
+"""The S3 store against damage and bloat (issue 17, section 5): ``fsck`` checks the bucket's
+bytes, not a warm local cache, and long commit messages do not grow the repository document
+(reflog notes are cut to the same bounded note on every store)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import obstore.store
 
 from statevcs import Repo
 from statevcs.hashing import to_hex
-from statevcs.stores.s3 import parse_s3_url
+from statevcs.stores.base import REFLOG_NOTE_LIMIT
+from statevcs.stores.s3 import DOCUMENT, parse_s3_url
 
 
 def _bucket(url: str) -> tuple[Any, str]:
@@ -49,3 +51,26 @@ def test_fsck_reports_objects_damaged_in_the_bucket_even_with_a_warm_cache(s3_ur
             )
     with Repo.open(s3_url + "&cache=none") as cold:
         assert set(cold.fsck().problems) >= set(report.problems)
+
+
+def test_long_commit_messages_keep_the_repository_document_small(s3_url: str) -> None:
+    subject = "é" * 300 + "x" * 999_000  # a 1 MB first line (a message holds at most 1 MiB)
+    with Repo.init(s3_url) as repo:
+        for turn in range(30):
+            commit = repo.commit({"turn": turn}, message=f"{turn} {subject}\n\nbody")
+        assert repo.get_commit(commit.id).message == f"29 {subject}\n\nbody"  # all of it
+        notes = [entry.message for entry in repo.reflog("main")]
+    bucket, prefix = _bucket(s3_url)
+    document = bytes(obstore.get(bucket, f"{prefix}/{DOCUMENT}").bytes())
+    # 30 commits, each logged for main and HEAD, with bounded notes: tens of kilobytes.
+    assert len(document) < 100_000, len(document)
+    assert all(len(note) <= REFLOG_NOTE_LIMIT for note in notes) and notes[0].endswith("…")
+
+
+def test_reflog_shows_the_same_cut_note_on_every_store(repo: Repo) -> None:
+    subject = "first line " + "ü" * 5000
+    commit = repo.commit({"n": 1}, message=subject + "\nsecond line")
+    cut = ("commit (initial): " + subject)[: REFLOG_NOTE_LIMIT - 1] + "…"
+    assert [e.message for e in repo.reflog()] == [cut]
+    assert [e.message for e in repo.reflog("main")] == [cut]
+    assert repo.get_commit(commit.id).message == subject + "\nsecond line"
