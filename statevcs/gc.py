@@ -222,7 +222,7 @@ def check_repository(store: Store, db: ObjectDB) -> FsckReport:
     for start in range(0, len(ids), 1000):
         batch = ids[start : start + 1000]
         try:
-            found = store.get_many(batch)
+            found = store.get_many_stored(batch)  # the store's bytes, not a local cache's
         except StateVCSError as exc:
             problems.append(f"objects cannot be read: {exc}")
             continue

@@ -32,7 +32,7 @@ import pytest
 from .errors import RefConflict, RefError, RefsChanged, StaleCache
 from .hashing import ID_SIZE, ObjectId
 from .objects import Blob, encode_with_id
-from .stores.base import ANY, RefUpdate, Store, StoredReflogEntry
+from .stores.base import ANY, REFLOG_NOTE_LIMIT, RefUpdate, Store, StoredReflogEntry
 
 MAIN = "refs/heads/main"
 FEATURE = "refs/heads/feature"
@@ -481,6 +481,20 @@ class StoreContract:
         store.set_ref(FEATURE, fake_id(2), message="elsewhere")
         store.set_ref(MAIN, fake_id(3), message="two", log_also=["HEAD"])  # logged once
         assert [e.message for e in store.reflog("HEAD")] == ["two", "one"]
+
+    def test_a_long_note_is_cut_to_the_same_bounded_note_everywhere(self, store: Store) -> None:
+        limit = REFLOG_NOTE_LIMIT
+        long = "commit: " + "é" * (limit - 9) + "€x" + "y" * 100_000
+        store.set_symbolic("HEAD", MAIN, message=long)
+        store.set_ref(MAIN, fake_id(1), message=long)
+        store.update_refs([RefUpdate(FEATURE, fake_id(2), None, long, ("logs/extra",))])
+        cut = "commit: " + "é" * (limit - 9) + "\u2026"  # limit characters, the last '…'
+        assert len(cut) == limit
+        for name in ("HEAD", MAIN, FEATURE, "logs/extra"):
+            assert [e.message for e in store.reflog(name)] == [cut] * (2 if name == "HEAD" else 1)
+        exact = "z" * limit  # a note of exactly the limit is kept whole
+        store.set_ref(MAIN, fake_id(3), message=exact)
+        assert store.reflog(MAIN)[0].message == exact
 
     def test_reflog_names_include_deleted_refs_until_their_reflog_goes(self, store: Store) -> None:
         store.set_ref(MAIN, fake_id(1), message="main", log_also=["HEAD"])

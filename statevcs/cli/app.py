@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import click
 
 from ..errors import StateVCSError
-from ..stores.registry import scheme_of
+from ..stores.registry import check_path, scheme_of
 from .commands import COMMANDS
 from .context import CommandError, CommandUsageError, State, cli_message, usage_error
 from .rendering import one_line, safe_text
@@ -176,6 +176,7 @@ def cli(
             )
         repo_url, chdir = chdir, None
     if chdir is not None:
+        check_path(chdir)  # "-C s3:/bucket/p" is a mistyped URL, not a folder to enter
         try:
             os.chdir(chdir)
         except OSError as exc:

@@ -21,6 +21,7 @@ from ..errors import RepositoryNotFound
 from ..hashing import from_hex
 from ..repo import Repo
 from ..serializers import JSONSerializer, MsgpackSerializer, PickleSerializer, StateSerializer
+from ..stores.registry import shown_location
 from ..stores.sqlite import DB_FILENAME
 from .rendering import one_line
 
@@ -118,9 +119,10 @@ class State:
             except RepositoryNotFound:
                 if _holds_database(Path(location)):
                     raise  # a file that is not a statevcs database: the library says which
+                shown = shown_location(str(location), limit=1000)
                 raise CommandError(
-                    f"not a statevcs repository: {location}; create one with "
-                    f"`statevcs init {location}`, or name an existing one with -C PATH"
+                    f"not a statevcs repository: {shown}; create one with "
+                    f"`statevcs init {shown}`, or name an existing one with -C PATH"
                 ) from None
         return self._repo
 
@@ -145,7 +147,8 @@ class State:
         repo = self.repo()
         if self.serializer != "auto" or repo.serializer.name == MsgpackSerializer.name:
             return repo
-        location: Path | str = repo.path if repo.path is not None else repo.url
+        # Absolute: a folder given as ./s3:/x must not come back as the URL-like "s3:/x".
+        location: Path | str = repo.path.absolute() if repo.path is not None else repo.url
         if location == "memory://":
             return repo  # memory:// is new for each command: there is nothing to decode
         if any(snapshot_codec(repo, s) == MsgpackSerializer.name for s in snapshot_ids):

@@ -59,6 +59,22 @@ class RefUpdate:
     stays reachable from the new one, so the reflog would only repeat the history)."""
 
 
+REFLOG_NOTE_LIMIT: Final = 256
+"""The most characters a reflog note keeps: every store cuts a longer one the same way."""
+
+
+def reflog_note(message: str) -> str:
+    """``message`` as a reflog keeps it: a longer one is cut to :data:`REFLOG_NOTE_LIMIT`
+    characters, the last an ellipsis (the full message stays in the commit).
+
+    Notes live in data every writer reads and rewrites (S3's repository document): a commit
+    message's megabyte first line must not go there twice per commit.
+    """
+    if len(message) <= REFLOG_NOTE_LIMIT:
+        return message
+    return message[: REFLOG_NOTE_LIMIT - 1] + "\u2026"
+
+
 def check_batch(updates: Sequence[RefUpdate]) -> None:
     """Refuse a batch that names one ref twice (its outcome would depend on the order)."""
     names = [u.name for u in updates]
@@ -102,6 +118,14 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def put_many(self, objects: Mapping[ObjectId, bytes]) -> int:
         """Store objects that are not stored yet; return how many were new."""
+
+    def get_many_stored(self, ids: Iterable[ObjectId]) -> dict[ObjectId, bytes]:
+        """Like :meth:`get_many`, but the bytes the store itself holds, past any local cache.
+
+        What ``fsck`` re-hashes: a cache holds only bytes that were good when read, so it would
+        hide damage done since. The default is :meth:`get_many` (a store without a cache).
+        """
+        return self.get_many(ids)
 
     def ancestry(self, starts: Iterable[ObjectId], limit: int) -> dict[ObjectId, bytes]:
         """Return the stored bytes of ``starts`` and of up to ``limit`` commits below them.
@@ -257,6 +281,7 @@ class Store(abc.ABC):
 
 __all__ = [
     "ANY",
+    "REFLOG_NOTE_LIMIT",
     "Expected",
     "RefUpdate",
     "RefsState",
@@ -265,4 +290,5 @@ __all__ = [
     "also_logged",
     "check_batch",
     "logged_names",
+    "reflog_note",
 ]

@@ -15,6 +15,7 @@ from .base import (
     StoredReflogEntry,
     check_batch,
     logged_names,
+    reflog_note,
 )
 
 
@@ -117,7 +118,9 @@ class MemoryStore(Store):
             self._refs.pop(name, None)
             self._ref_changes += 1
             if message:
-                entry = StoredReflogEntry(old, self._refs.get(target), self.now(), message)
+                entry = StoredReflogEntry(
+                    old, self._refs.get(target), self.now(), reflog_note(message)
+                )
                 self._reflogs.setdefault(name, []).append(entry)
 
     def update_refs(
@@ -148,7 +151,7 @@ class MemoryStore(Store):
                 else:
                     self._refs[update.name] = update.new
                 self._symbolic.pop(update.name, None)
-                entry = StoredReflogEntry(old, update.new, now, update.message)
+                entry = StoredReflogEntry(old, update.new, now, reflog_note(update.message))
                 for log_name in logged_names(update, self._symbolic.get("HEAD")):
                     self._reflogs.setdefault(log_name, []).append(entry)
 

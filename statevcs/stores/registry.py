@@ -20,12 +20,76 @@ from .base import Store
 from .memory import MemoryStore
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-_USERINFO = re.compile(r"(//|%2f%2f)[^/?#&\s]*(@|%40)", re.IGNORECASE)
+# A location that starts like a URL but lacks its "//" (``s3:/bucket``, ``s3:bucket``). Two
+# letters at least: ``C:/`` is a drive.
+_SCHEME_LIKE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):(?!//)")
+# Where a URL's userinfo starts: after the first "scheme:" and its slashes.
+_AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?://|/)?")
+_AT = re.compile(r"@|%40", re.IGNORECASE)
+# A query parameter that carries a secret (``secret_access_key=``, ``token=``, ``password=``,
+# ``X-Amz-Signature=``), its '=' plain or percent-encoded.
+_SECRET_PARAMETER = re.compile(
+    r"(?:secret|token|passw|pwd|credential|signature|key|auth)[A-Za-z0-9_.-]*(?:=|%3d)",
+    re.IGNORECASE,
+)
+MASK = "***"
 
 
-def mask_credentials(text: str) -> str:
-    """``text`` with the user and password of every URL in it replaced by ``***``."""
-    return _USERINFO.sub(r"\1***\2", text)
+def _secret_spans(location: str) -> list[tuple[int, int]]:
+    """Where ``location`` may hold a secret: the userinfo and secret-bearing parameters.
+
+    A password may hold any character, '/', '?', '#' and '@' included, so no parse can tell
+    where it ends: the userinfo is taken as everything from the first ``scheme:`` (and its
+    slashes) to the last '@' (or ``%40``) anywhere, and a secret parameter's value as
+    everything to the end. Over-masking a message loses nothing; under-masking leaks a key.
+    A location with no ``scheme:`` anywhere is a folder path and holds no URL secrets.
+    """
+    authority = _AUTHORITY.search(location)
+    if authority is None:
+        return []
+    spans: list[tuple[int, int]] = []
+    ats = list(_AT.finditer(location))
+    if ats and authority.end() <= ats[-1].start():
+        spans.append((authority.end(), ats[-1].start()))
+    parameter = _SECRET_PARAMETER.search(location)
+    if parameter:
+        spans.append((parameter.end(), len(location)))
+    return spans
+
+
+def holds_credentials(location: str) -> bool:
+    """Whether ``location`` may carry a secret (an '@', or a secret-bearing parameter)."""
+    return bool(_secret_spans(location))
+
+
+def mask_credentials(location: str) -> str:
+    """``location`` (a URL or path) with every part that may hold a secret replaced by ``***``.
+
+    Whatever characters a password holds, no part of it survives: see :func:`holds_credentials`.
+    Meant for a location, not for a whole message (which it would over-mask).
+    """
+    spans = sorted(_secret_spans(location))
+    if not spans:
+        return location
+    merged: list[list[int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    out: list[str] = []
+    last = 0
+    for start, end in merged:
+        out.append(location[last:start] + MASK)
+        last = end
+    out.append(location[last:])
+    return "".join(out)
+
+
+def shown_location(location: str, limit: int = 200) -> str:
+    """``location`` fit for a message: credentials masked, cut to ``limit`` characters."""
+    masked = mask_credentials(location)
+    return masked if len(masked) <= limit else masked[:limit] + "..."
 
 
 class Create(Protocol):
@@ -91,17 +155,39 @@ def backend_for(location: str) -> Backend | None:
     """
     scheme = scheme_of(location)
     if scheme is None:
+        check_path(location)
         return None
     with _LOCK:
         backend = _BACKENDS.get(scheme)
     if backend is None:
-        masked = mask_credentials(location)
-        shown = masked if len(masked) <= 200 else masked[:200] + "..."
         raise RepositoryError(
-            f"unsupported repository URL scheme {scheme!r} in {shown!r}; use a folder path "
-            f"(SQLite) or a URL with one of: {', '.join(f'{s}://' for s in schemes())}"
+            f"unsupported repository URL scheme {scheme!r} in {shown_location(location)!r}; "
+            f"use a folder path (SQLite) or a URL with one of: "
+            f"{', '.join(f'{s}://' for s in schemes())}"
         )
     return backend
+
+
+def check_path(location: str) -> None:
+    """Refuse a folder path that is a mistyped URL: ``s3:/bucket/p`` (one slash), ``s3:bucket``.
+
+    Such a path would silently become a local folder named after the URL (and its
+    credentials). A path starting ``./`` or ``/`` is always a folder.
+    """
+    match = _SCHEME_LIKE.match(location)
+    if match is None:
+        return
+    scheme = match.group(1).lower()
+    rest = location[match.end() :]
+    with _LOCK:
+        registered = scheme in _BACKENDS
+    if not rest.startswith("/") and not registered:
+        return  # "notes:v2" is a folder name; "s3:bucket" is not
+    url = "s3://bucket/prefix" if scheme == "s3" else f"{scheme}://... (S3: s3://bucket/prefix)"
+    raise RepositoryError(
+        f"{shown_location(location)!r} looks like a repository URL missing its '//': write "
+        f"{url}; for a local folder of that name, start the path with ./ or give it absolute"
+    )
 
 
 # --- the built-in backends --------------------------------------------------------------------
@@ -112,8 +198,7 @@ MEMORY_URL = "memory://"
 def _create_memory(url: str, *, config: Mapping[str, str], head: str) -> Store:
     if url != MEMORY_URL:
         raise RepositoryError(
-            f"a memory repository's URL is exactly {MEMORY_URL!r}, "
-            f"got {mask_credentials(url)[:200]!r}"
+            f"a memory repository's URL is exactly {MEMORY_URL!r}, got {shown_location(url)!r}"
         )
     store = MemoryStore()
     for key, value in config.items():
@@ -150,7 +235,11 @@ __all__ = [
     "Create",
     "Open",
     "backend_for",
+    "check_path",
+    "holds_credentials",
+    "mask_credentials",
     "register",
     "scheme_of",
     "schemes",
+    "shown_location",
 ]

@@ -69,8 +69,9 @@ from .base import (
     StoredReflogEntry,
     check_batch,
     logged_names,
+    reflog_note,
 )
-from .registry import mask_credentials
+from .registry import holds_credentials, shown_location
 
 DOCUMENT = "statevcs.json"
 DOCUMENT_FORMAT = 1
@@ -125,15 +126,11 @@ class S3Location:
         return f"{self.prefix}/{name}" if self.prefix else name
 
 
-# ``//user:password@`` (also percent-encoded, as inside a query value) up to the last '@' of
-# the authority, so a password holding '@' is masked whole.
-
-
 def _bad_url(url: str, problem: str) -> RepositoryError:
-    masked = mask_credentials(url)
-    shown = masked if len(masked) <= 200 else masked[:200] + "..."
+    # ``problem`` may quote parts of the URL: parse_s3_url refuses credentials first, so by
+    # then the URL holds none.
     return RepositoryError(
-        f"invalid S3 repository URL {shown!r}: {mask_credentials(problem)}; write it as "
+        f"invalid S3 repository URL {shown_location(url)!r}: {problem}; write it as "
         "s3://BUCKET/PREFIX?endpoint_url=http://HOST:PORT&region=REGION "
         "(credentials come from the environment, as for every S3 client)"
     )
@@ -143,9 +140,16 @@ def parse_s3_url(url: object) -> S3Location:
     """Parse an ``s3://`` repository URL; a malformed one raises ``RepositoryError`` saying why."""
     if not isinstance(url, str):
         raise TypeError(f"url must be a str, got {type(url).__name__}")
+    if holds_credentials(url):
+        # Before anything else: no later message may quote a part of a secret.
+        raise _bad_url(
+            url,
+            "it holds credentials (an '@' or a secret parameter), which go in neither the URL "
+            "nor its endpoint_url",
+        )
     if any(ord(c) < 32 or ord(c) == 127 for c in url):
         raise _bad_url(url, "it contains a control character")
-    if not url.startswith("s3://"):
+    if url[:5].lower() != "s3://":  # a URL's scheme is case-insensitive: S3:// is s3://
         raise _bad_url(url, "it does not start with s3://")
     rest = url[len("s3://") :]
     rest, hash_mark, _fragment = rest.partition("#")
@@ -1088,6 +1092,17 @@ class S3Store(Store):
         found.update(fetched)
         return found
 
+    def get_many_stored(self, ids: Iterable[ObjectId]) -> dict[ObjectId, bytes]:
+        """Return the bucket's bytes of every id that exists, never the local cache's (fsck)."""
+        self._check_open()
+
+        def fetch(object_id: ObjectId) -> tuple[ObjectId, bytes | None]:
+            got = self._client.get(self._object_key(object_id))
+            return object_id, None if got is None else got[0]
+
+        fetched = self._client.concurrently(fetch, list(dict.fromkeys(ids)))
+        return {i: data for i, data in fetched if data is not None}
+
     def put_many(self, objects: Mapping[ObjectId, bytes]) -> int:
         """Store the objects that are new (``If-None-Match: *``, all in flight together)."""
         self._check_open()
@@ -1282,7 +1297,8 @@ class S3Store(Store):
             data["refs"].pop(name, None)
             data["refs_serial"] += 1
             if message:
-                entry = [_valid_hex(old), _valid_hex(doc.refs.get(target)), self.now(), message]
+                note = reflog_note(message)
+                entry = [_valid_hex(old), _valid_hex(doc.refs.get(target)), self.now(), note]
                 self._append_logs(data, [(name, entry)])
             return data
 
@@ -1362,7 +1378,8 @@ class S3Store(Store):
                 else:
                     data["refs"][update.name] = update.new.hex()
                 data["symbolic"].pop(update.name, None)
-                entry = [_hex(current[update.name]), _hex(update.new), now, update.message]
+                note = reflog_note(update.message)
+                entry = [_hex(current[update.name]), _hex(update.new), now, note]
                 for log_name in logged_names(update, head_target):
                     entries.append((log_name, entry))
             data["refs_serial"] += 1

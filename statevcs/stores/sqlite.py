@@ -36,6 +36,7 @@ from .base import (
     StoredReflogEntry,
     also_logged,
     check_batch,
+    reflog_note,
 )
 
 DB_FILENAME = "statevcs.sqlite3"
@@ -550,7 +551,7 @@ class SQLiteStore(Store):
             if message:
                 db.execute(
                     "INSERT INTO reflog (name, old, new, ts, message) VALUES (?, ?, ?, ?, ?)",
-                    (name, old, self._value(db, target), self.now(), message),
+                    (name, old, self._value(db, target), self.now(), reflog_note(message)),
                 )
 
     @staticmethod
@@ -627,10 +628,9 @@ class SQLiteStore(Store):
                 old = current[update.name]
                 logs = also_logged(update, head_target)
                 also = logs[0] if logs else None
-                rows.append((update.name, old, update.new, now, update.message, also))
-                rows.extend(
-                    (extra, old, update.new, now, update.message, None) for extra in logs[1:]
-                )
+                note = reflog_note(update.message)
+                rows.append((update.name, old, update.new, now, note, also))
+                rows.extend((extra, old, update.new, now, note, None) for extra in logs[1:])
             db.executemany(
                 "INSERT INTO reflog (name, old, new, ts, message, also) VALUES (?, ?, ?, ?, ?, ?)",
                 rows,

@@ -8,6 +8,7 @@ import click
 
 from ...errors import RepositoryExists
 from ...repo import Repo
+from ...stores.registry import check_path, scheme_of, shown_location
 from ..context import CommandError, current_state, json_option
 from ..rendering import emit_json, text
 
@@ -27,15 +28,18 @@ from ..rendering import emit_json, text
 def init(path: str | None, branch: str, durability: str, as_json: bool) -> None:
     """Create an empty repository in PATH (a folder, default: the current one) or at a
     repository URL (s3://BUCKET/PREFIX?endpoint_url=...)."""
-    if path is not None and path.startswith("memory://"):
+    if path is not None and scheme_of(path) == "memory":
         raise CommandError(
-            f"statevcs init makes a repository that outlives the command, not {path}; "
-            "`statevcs --repo memory:// ...` opens a throwaway in-memory repository"
+            f"statevcs init makes a repository that outlives the command, not "
+            f"{shown_location(path)}; `statevcs --repo memory:// ...` opens a throwaway "
+            "in-memory repository"
         )
     location: str | Path
-    if path is not None and "://" in path:
+    if path is not None and scheme_of(path) is not None:
         location = path  # a repository URL; Repo.init refuses schemes it cannot open
     else:
+        if path is not None:
+            check_path(path)  # before resolving: "s3:/b/p" would become a folder
         location = (Path(path) if path else Path.cwd()).resolve()
     try:
         repo = Repo.init(
@@ -44,9 +48,10 @@ def init(path: str | None, branch: str, durability: str, as_json: bool) -> None:
             durability="full" if durability == "full" else "normal",
         )
     except RepositoryExists:
+        shown = shown_location(str(location), limit=1000)
         raise CommandError(
-            f"a statevcs repository already exists at {location}; use it with "
-            f"`statevcs -C {location} log`"
+            f"a statevcs repository already exists at {shown}; use it with "
+            f"`statevcs -C {shown} log`"
         ) from None
     folder = location if isinstance(location, Path) else repo.url
     repo.close()
