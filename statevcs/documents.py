@@ -145,7 +145,7 @@ def _first_problem(value: Any) -> tuple[str, str] | None:
             )
         if isinstance(item, (dict, list)):
             if depth >= MAX_DOCUMENT_DEPTH:
-                return where, _TOO_DEEP
+                return "", _TOO_DEEP  # named at the top: the path down would be 512 steps long
             if isinstance(item, list):
                 pairs: list[tuple[Any, Any]] = list(enumerate(item))
             else:
