@@ -225,10 +225,12 @@ def _check_shape(snapshot: Snapshot) -> None:
             "kind",
         )
     _check_text(snapshot.kind, "the snapshot's kind", "kind")
-    if not isinstance(snapshot.messages, list):
+    messages = snapshot.messages
+    # Integrations pass their own sequences (LangGraph's log of new messages); text and
+    # tuples would read back as something else (a list of characters, a list).
+    if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes, tuple)):
         raise SerializationError(
-            f"the snapshot's messages are {_a_type(snapshot.messages)}; they must be a list "
-            "(a tuple or another sequence would read back as a list)",
+            f"the snapshot's messages are {_a_type(messages)}; they must be a list",
             "messages",
         )
     for field in ("state", "extras"):
