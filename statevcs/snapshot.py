@@ -28,11 +28,11 @@ class Snapshot(BaseModel):
     kind: str = "snapshot"
     """Adapter kind that captured it, e.g. ``"dict"`` or ``"strands.agent"``."""
     messages: list[dict[str, Any]] = Field(default_factory=list)
-    """The conversation; msgpack-native values (JSON types and bytes)."""
+    """The conversation; values that read back equal (:mod:`statevcs.documents`)."""
     state: dict[str, Any] = Field(default_factory=dict)
     """Key-value state; each value goes through the repository's serializer."""
     extras: dict[str, Any] = Field(default_factory=dict)
-    """Other fields (system prompt, conversation-manager state, ...); msgpack-native."""
+    """Other fields (system prompt, conversation-manager state, ...); held to the message rules."""
 
 
 @dataclass(frozen=True, slots=True)
