@@ -241,6 +241,17 @@ def _check_shape(snapshot: Snapshot) -> None:
             )
 
 
+def check_codec_name(serializer: StateSerializer) -> None:
+    """Refuse a serializer whose ``name`` a snapshot could not record (and be read back with)."""
+    name = serializer.name
+    if not isinstance(name, str) or not name:
+        raise TypeError(
+            f"serializer.name must be a non-empty str (it is recorded in every snapshot), got "
+            f"{short_repr(name)}"
+        )
+    _check_text(name, "serializer.name", "serializer.name")
+
+
 def _check_key(key: object, field: str) -> None:
     """Refuse a state or extras key that is not a string, or not valid Unicode."""
     if not isinstance(key, str):
@@ -285,6 +296,7 @@ def write_snapshot(
     Raises ``SerializationError`` (naming the key or message) before anything is written.
     """
     _check_shape(snapshot)
+    check_codec_name(serializer)
     out: dict[ObjectId, bytes] = {}
     messages = snapshot.messages
     if base is not None and 0 <= base.keep <= min(base.previous.length, len(messages)):
@@ -425,6 +437,7 @@ __all__ = [
     "ReadSnapshot",
     "Snapshot",
     "WrittenSnapshot",
+    "check_codec_name",
     "encode_messages",
     "read_snapshot",
     "read_values",
