@@ -133,12 +133,18 @@ def refusal(value: Any, path: str, error: Exception) -> SerializationError:
     return SerializationError(f"{full} {problem}", full)
 
 
+# msgpack's own extension objects (an ExtType is a tuple): packed as they are, read back equal.
+_NATIVE_EXTENSIONS = (msgpack.ExtType, msgpack.Timestamp)
+
+
 def _first_problem(value: Any) -> tuple[str, str] | None:
     """The location (a suffix of the path) and description of the first refused part."""
     # An explicit stack (hostile nesting must not exhaust Python's), in document order.
     stack: list[tuple[Any, str, int]] = [(value, "", 0)]
     while stack:
         item, where, depth = stack.pop()
+        if type(item) in _NATIVE_EXTENSIONS:
+            continue
         if isinstance(item, tuple):
             return where, (
                 "is a tuple, which would read back as a list; convert it to a list, "

@@ -164,3 +164,10 @@ _native = st.recursive(
 def test_accepted_values_encode_to_the_same_bytes_as_before(value: Any) -> None:
     # Content ids of everything stored before refusals were added stay the same.
     assert pack(["doc", value]) == msgpack.packb(["doc", value], use_bin_type=True)
+
+
+def test_the_explanation_skips_what_msgpack_stores_natively() -> None:
+    value = {"ext": msgpack.ExtType(1, b"x"), "time": msgpack.Timestamp(1), "bad": (1,)}
+    with pytest.raises(TypeError):
+        pack(value)
+    assert refusal(value, "v", TypeError()).path == "v['bad']"
