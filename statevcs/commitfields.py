@@ -2,8 +2,8 @@
 
 Everything is checked before any object is written, so bad input never leaves a half-written
 commit or a moved ref, and what is stored always reads back (and exports to git) unchanged.
-Metadata is copied into a canonical form (sorted keys, lists for tuples), so later changes to the
-caller's dict cannot reach the stored commit.
+Metadata is copied into a canonical form (sorted keys), so later changes to the caller's dict
+cannot reach the stored commit.
 """
 
 from __future__ import annotations
@@ -78,8 +78,10 @@ def timestamp_us(moment: object) -> int:
 def canonical_metadata(metadata: object) -> dict[str, Any]:
     """Return a canonical deep copy of commit metadata, or raise ``SerializationError``.
 
-    Allowed: dicts with string keys, lists and tuples, strings, booleans, ``None``, integers
-    that fit in 64 bits and finite floats, nested at most :data:`MAX_METADATA_DEPTH` deep.
+    Allowed: dicts with string keys, lists, strings, booleans, ``None``, integers that fit in
+    64 bits and finite floats, nested at most :data:`MAX_METADATA_DEPTH` deep: what reads back
+    equal. Subclasses are stored as their base type (an ``IntEnum`` member as its int); tuples
+    are refused, since they would read back as lists.
     """
     if metadata is None:
         return {}
@@ -102,7 +104,11 @@ def canonical_metadata(metadata: object) -> dict[str, Any]:
             for key in sorted(_keys(value, path)):
                 copied[key] = None
                 stack.append((value[key], f"{path}[{key!r}]", depth + 1, copied, key))
-        elif isinstance(value, (list, tuple)):
+        elif isinstance(value, tuple):
+            raise SerializationError(
+                f"{path}: a tuple would read back as a list; convert it to a list", path
+            )
+        elif isinstance(value, list):
             copied = [None] * len(value)
             for index, item in enumerate(value):
                 stack.append((item, f"{path}[{index}]", depth + 1, copied, index))
@@ -118,37 +124,54 @@ def canonical_metadata(metadata: object) -> dict[str, Any]:
 
 
 def _keys(mapping: Mapping[Any, Any], path: str) -> list[str]:
-    keys = list(mapping)
-    for key in keys:
+    keys = []
+    for key in mapping:
         if not isinstance(key, str):
             raise SerializationError(
-                f"{path}: metadata keys must be strings, found {type(key).__name__} {key!r}; "
-                "convert keys with str()",
+                f"{path}: metadata keys must be strings, found {type(key).__name__} "
+                f"{_short_repr(key)}; convert keys with str()",
                 path,
             )
         _check_encodable(key, f"{path} key")
+        keys.append(str.__str__(key))  # the text itself, whatever a subclass's __str__ says
     return keys
+
+
+def _short_repr(value: object, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, never failing (a huge int, a bad repr)."""
+    try:
+        text = repr(value)
+    except Exception:
+        return f"<{type(value).__name__} object>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _scalar(value: object, path: str) -> object:
     if value is None or isinstance(value, bool):
         return value
+    # Subclasses become their base type through the base type's own method, not through
+    # int()/float()/str(), which a subclass (an Enum mixin's __str__, say) may override.
     if isinstance(value, int):
-        if not _INT_MIN <= value <= _INT_MAX:
+        number = int.__int__(value)
+        if not _INT_MIN <= number <= _INT_MAX:
+            # Not the digits: Python refuses to write ints over 4,300 digits as text.
             raise SerializationError(
-                f"{path}: the integer {value} does not fit in 64 bits; store it as a string",
+                f"{path}: an integer of {number.bit_length()} bits does not fit in 64 bits "
+                "(-2**63 to 2**64-1); store it as a string (str(n), or hex(n) beyond 4,300 "
+                "digits)",
                 path,
             )
-        return int(value)
+        return number
     if isinstance(value, float):
-        if not math.isfinite(value):
+        real = float.__float__(value)
+        if not math.isfinite(real):
             raise SerializationError(
-                f"{path}: {value} is not a finite number; store it as a string or None", path
+                f"{path}: {real} is not a finite number; store it as a string or None", path
             )
-        return float(value)
+        return real
     if isinstance(value, str):
         _check_encodable(value, path)
-        return str(value)
+        return str.__str__(value)
     raise SerializationError(
         f"{path}: a {type(value).__name__} is not JSON-compatible; commit metadata may hold "
         "dicts, lists, str, int, float, bool and None",

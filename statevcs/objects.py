@@ -15,6 +15,7 @@ from typing import Any
 
 import msgpack
 
+from . import documents
 from .errors import CorruptObject, SerializationError
 from .hashing import ID_SIZE, ObjectId, hash_bytes, to_hex
 
@@ -169,8 +170,12 @@ def _sort_key(key: Any) -> tuple[str, str]:
 
 
 def encode_doc(value: Any) -> bytes:
-    """Encode one document; raises ``TypeError``/``ValueError`` for non msgpack-native values."""
-    return _packb([KIND_DOC, value])
+    """Encode one document; raises ``TypeError``/``ValueError``/``OverflowError`` if refused.
+
+    :mod:`statevcs.documents` says what a document may hold (what reads back equal) and
+    explains a refusal.
+    """
+    return documents.pack([KIND_DOC, value])
 
 
 def encode(obj: StoredObject) -> bytes:
@@ -195,7 +200,7 @@ def _encode(obj: StoredObject) -> bytes:
     if isinstance(obj, ListNode):
         return _packb([KIND_LIST, obj.level, list(obj.ids), list(obj.counts)])
     if isinstance(obj, Doc):
-        return _packb([KIND_DOC, obj.value])
+        return encode_doc(obj.value)
     if isinstance(obj, Blob):
         return _packb([KIND_BLOB, obj.data])
     if isinstance(obj, MapNode):

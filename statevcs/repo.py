@@ -73,6 +73,7 @@ from .snapshot import (
     Snapshot,
     StoredMessages,
     WrittenSnapshot,
+    check_codec_name,
     read_snapshot,
     stored_messages,
     write_snapshot,
@@ -172,10 +173,7 @@ class Repo:
         path: Path | None = None,
         adapters: AdapterRegistry | None = None,
     ) -> None:
-        if serializer is not None and not isinstance(serializer, StateSerializer):
-            raise TypeError(
-                f"serializer must be a StateSerializer, got {type(serializer).__name__}"
-            )
+        _check_serializer(serializer)
         self._store = store
         self._path = path
         self._serializer: StateSerializer = serializer or JSONSerializer()
@@ -253,6 +251,7 @@ class Repo:
         """
         ref = branch_ref(_check_str(default_branch, "default_branch"))
         _check_durability(durability)
+        _check_serializer(serializer)  # before anything is created
         text = _location(path)
         backend = backend_for(text)
         if backend is not None:
@@ -1169,6 +1168,14 @@ def _stale_writer(ref: str, synced: ObjectId | None, conflict: RefConflict) -> R
             "on_conflict='merge'"
         )
     return RefConflict(ref, seen, conflict.actual, hint)
+
+
+def _check_serializer(serializer: object) -> None:
+    if serializer is None:
+        return
+    if not isinstance(serializer, StateSerializer):
+        raise TypeError(f"serializer must be a StateSerializer, got {type(serializer).__name__}")
+    check_codec_name(serializer)
 
 
 def _other_branches_hint(repo: Repo) -> str:

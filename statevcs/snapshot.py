@@ -9,6 +9,7 @@ from typing import Any
 from blake3 import blake3
 from pydantic import BaseModel, ConfigDict, Field
 
+from .documents import MAX_DOCUMENT_DEPTH, check_depth, may_be_too_deep, refusal, short_repr
 from .errors import CorruptObject, SerializationError
 from .hashing import ObjectId, hash_bytes, to_hex
 from .objectdb import ObjectDB
@@ -27,11 +28,11 @@ class Snapshot(BaseModel):
     kind: str = "snapshot"
     """Adapter kind that captured it, e.g. ``"dict"`` or ``"strands.agent"``."""
     messages: list[dict[str, Any]] = Field(default_factory=list)
-    """The conversation; msgpack-native values (JSON types and bytes)."""
+    """The conversation; values that read back equal (:mod:`statevcs.documents`)."""
     state: dict[str, Any] = Field(default_factory=dict)
     """Key-value state; each value goes through the repository's serializer."""
     extras: dict[str, Any] = Field(default_factory=dict)
-    """Other fields (system prompt, conversation-manager state, ...); msgpack-native."""
+    """Other fields (system prompt, conversation-manager state, ...); held to the message rules."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,11 +150,7 @@ def _doc_id(value: Any, path: str, db: ObjectDB, out: dict[ObjectId, bytes]) -> 
     try:
         data = _encode_document(value, path)
     except (TypeError, ValueError, OverflowError) as exc:
-        raise SerializationError(
-            f"{path} cannot be stored: {exc}. Messages and extras may hold only JSON types and "
-            "bytes; convert other values before committing",
-            path,
-        ) from None
+        raise refusal(value, path, exc) from None
     if len(data) > chunking.CHUNK_THRESHOLD:
         return _large_id(data, db, out)
     object_id = hash_bytes(data)
@@ -176,53 +173,11 @@ def _large_id(data: bytes, db: ObjectDB, out: dict[ObjectId, bytes]) -> ObjectId
     return object_id
 
 
-MAX_DOCUMENT_DEPTH = 512
-"""How deeply a message or extras value may nest (lists and dicts inside each other).
-
-msgpack writes deeper values than its reader accepts; refusing them at commit keeps the promise
-that whatever commits reads back (and exports to git, which uses the same limit).
-"""
-
-
-def _check_depth(value: Any, path: str) -> None:
-    """Raise ``SerializationError`` if ``value`` nests deeper than :data:`MAX_DOCUMENT_DEPTH`."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        current, depth = stack.pop()
-        if isinstance(current, dict):
-            children: Any = current.values()
-        elif isinstance(current, (list, tuple)):
-            children = current
-        else:
-            continue
-        if depth >= MAX_DOCUMENT_DEPTH:
-            raise SerializationError(
-                f"{path} nests deeper than {MAX_DOCUMENT_DEPTH} levels; flatten it or store it "
-                "as a string",
-                path,
-            )
-        stack.extend((child, depth + 1) for child in children)
-
-
-# Bytes that can start a msgpack map or array (fixmap, fixarray, map16/32, array16/32); every
-# other byte value is deleted before counting. Text can contain such bytes too, so the count
-# is an upper bound on the number of containers, and hence on the nesting depth.
-_NOT_CONTAINER_START = bytes(b for b in range(256) if not (0x80 <= b <= 0x9F or 0xDC <= b <= 0xDF))
-
-
-def _may_be_too_deep(data: bytes) -> bool:
-    """Whether an encoded document could nest deeper than :data:`MAX_DOCUMENT_DEPTH` (C speed)."""
-    return (
-        len(data) > MAX_DOCUMENT_DEPTH
-        and len(data.translate(None, _NOT_CONTAINER_START)) > MAX_DOCUMENT_DEPTH
-    )
-
-
 def _encode_document(value: Any, path: str) -> bytes:
     """Encode a message or extras value, refusing what could not be read back."""
     data = encode_doc(value)
-    if _may_be_too_deep(data):
-        _check_depth(value, path)
+    if may_be_too_deep(data):
+        check_depth(value, path)
     return data
 
 
@@ -249,8 +204,8 @@ def encode_messages(
         except (TypeError, ValueError, OverflowError):
             append(_doc_id(message, f"messages[{index}]", db, out))
             continue
-        if len(data) > MAX_DOCUMENT_DEPTH and _may_be_too_deep(data):
-            _check_depth(message, f"messages[{index}]")
+        if len(data) > MAX_DOCUMENT_DEPTH and may_be_too_deep(data):
+            check_depth(message, f"messages[{index}]")
         if len(data) > threshold:
             append(_large_id(data, db, out))
             continue
@@ -259,6 +214,70 @@ def encode_messages(
             out[object_id] = data
         append(object_id)
     return ids
+
+
+def _check_shape(snapshot: Snapshot) -> None:
+    """Refuse a snapshot whose fields could not be stored as they are (``model_construct``)."""
+    if not isinstance(snapshot.kind, str):
+        raise SerializationError(
+            f"the snapshot's kind is {_a_type(snapshot.kind)}; it must be a string naming the "
+            "adapter (such as 'dict')",
+            "kind",
+        )
+    _check_text(snapshot.kind, "the snapshot's kind", "kind")
+    messages = snapshot.messages
+    # Integrations pass their own sequences (LangGraph's log of new messages); text and
+    # tuples would read back as something else (a list of characters, a list).
+    if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes, tuple)):
+        raise SerializationError(
+            f"the snapshot's messages are {_a_type(messages)}; they must be a list",
+            "messages",
+        )
+    for field in ("state", "extras"):
+        value = getattr(snapshot, field)
+        if not isinstance(value, Mapping):
+            raise SerializationError(
+                f"the snapshot's {field} is {_a_type(value)}; it must be a dict", field
+            )
+
+
+def check_codec_name(serializer: StateSerializer) -> None:
+    """Refuse a serializer whose ``name`` a snapshot could not record (and be read back with)."""
+    name = serializer.name
+    if not isinstance(name, str) or not name:
+        raise TypeError(
+            f"serializer.name must be a non-empty str (it is recorded in every snapshot), got "
+            f"{short_repr(name)}"
+        )
+    _check_text(name, "serializer.name", "serializer.name")
+
+
+def _check_key(key: object, field: str) -> None:
+    """Refuse a state or extras key that is not a string, or not valid Unicode."""
+    if not isinstance(key, str):
+        shown = short_repr(key)
+        raise SerializationError(
+            f"{field} key {shown} is {_a_type(key)}; {field} keys must be strings",
+            f"{field}[{shown}]",
+        )
+    _check_text(key, f"{field} key {short_repr(key)}", f"{field}[{short_repr(key)}]")
+
+
+def _check_text(text: str, what: str, path: str) -> None:
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise SerializationError(
+                f"{what} contains a lone surrogate, which is not valid Unicode; remove it or "
+                "decode the original bytes with errors='replace'",
+                path,
+            ) from None
+
+
+def _a_type(value: object) -> str:
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def write_snapshot(
@@ -276,6 +295,8 @@ def write_snapshot(
     stored conversation) after their common prefix, or built from scratch.
     Raises ``SerializationError`` (naming the key or message) before anything is written.
     """
+    _check_shape(snapshot)
+    check_codec_name(serializer)
     out: dict[ObjectId, bytes] = {}
     messages = snapshot.messages
     if base is not None and 0 <= base.keep <= min(base.previous.length, len(messages)):
@@ -287,10 +308,7 @@ def write_snapshot(
     for key, value in snapshot.state.items():
         if key in exclude_state:
             continue
-        if not isinstance(key, str):
-            raise SerializationError(
-                f"state key {key!r} is a {type(key).__name__}; state keys must be strings", str(key)
-            )
+        _check_key(key, "state")
         data = serializer.serialize(value, f"state[{key!r}]")
         if len(data) <= INLINE_LIMIT:
             state_values[key] = Inline(data)
@@ -303,11 +321,7 @@ def write_snapshot(
         state_values[key] = object_id
     extras_values: dict[str, MapValue] = {}
     for key, value in snapshot.extras.items():
-        if not isinstance(key, str):
-            raise SerializationError(
-                f"extras key {key!r} is a {type(key).__name__}; extras keys must be strings",
-                str(key),
-            )
+        _check_key(key, "extras")
         path = f"extras[{key!r}]"
         # Whether a value is inlined depends on its encoding alone, never on what this process
         # has cached, so the same content always gets the same snapshot id.
@@ -423,6 +437,7 @@ __all__ = [
     "ReadSnapshot",
     "Snapshot",
     "WrittenSnapshot",
+    "check_codec_name",
     "encode_messages",
     "read_snapshot",
     "read_values",

@@ -370,3 +370,31 @@ def test_open_refuses_an_unknown_repository_format(tmp_path: Path) -> None:
     repo.close()
     with pytest.raises(statevcs.RepositoryError, match="format '99'"):
         Repo.open(tmp_path / "r")
+
+
+class _NamedSerializer(statevcs.JSONSerializer):
+    def __init__(self, name: Any) -> None:
+        self.name = name
+
+
+@pytest.mark.parametrize(
+    ("serializer", "error", "fragment"),
+    [
+        (_NamedSerializer(5), TypeError, "serializer.name must be a non-empty str"),
+        (_NamedSerializer(None), TypeError, "serializer.name must be a non-empty str"),
+        (_NamedSerializer(""), TypeError, "serializer.name must be a non-empty str"),
+        (_NamedSerializer("j\ud800"), statevcs.SerializationError, "lone surrogate"),
+        ("json", TypeError, "serializer must be a StateSerializer"),
+    ],
+)
+def test_a_serializer_a_snapshot_could_not_name_is_refused_before_anything_is_created(
+    tmp_path: Path, serializer: Any, error: type[Exception], fragment: str
+) -> None:
+    # A name that is not text was recorded in each snapshot, which then never read back; a
+    # wrong serializer left a half-made repository folder behind.
+    with pytest.raises(error, match=fragment):
+        Repo.init(tmp_path / "repo", serializer=serializer)
+    assert not (tmp_path / "repo").exists()
+    repo = Repo.init("memory://")
+    with pytest.raises(error, match=fragment):
+        Repo(repo.store, serializer=serializer)

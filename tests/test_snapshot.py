@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -109,3 +110,33 @@ def test_restored_messages_are_private_copies() -> None:
     first.extras["system_prompt"]["a"].append(2)
     assert second.messages[0]["role"] == "user"
     assert second.extras["system_prompt"] == {"a": [1]}
+
+
+@pytest.mark.parametrize(
+    ("fields", "path", "fragment"),
+    [
+        ({"kind": 5}, "kind", "the snapshot's kind is an int"),
+        ({"kind": None}, "kind", "it must be a string"),
+        ({"kind": "a\ud800"}, "kind", "lone surrogate"),
+        ({"messages": "ab"}, "messages", "the snapshot's messages are a str"),
+        ({"messages": ({"a": 1},)}, "messages", "the snapshot's messages are a tuple"),
+        ({"messages": {0: {"a": 1}}}, "messages", "they must be a list"),
+        ({"state": [1]}, "state", "the snapshot's state is a list; it must be a dict"),
+        ({"extras": None}, "extras", "it must be a dict"),
+        ({"state": {"\ud800": 1}}, "state['\\ud800']", "state key '\\ud800' contains a lone"),
+        ({"extras": {5: 1}}, "extras[5]", "extras key 5 is an int"),
+        ({"state": {10**5000: 1}}, "state[<int of 16610 bits>]", "state keys must be strings"),
+    ],
+)
+def test_a_snapshot_built_without_validation_is_refused_if_it_would_read_back_otherwise(
+    fields: dict[str, Any], path: str, fragment: str
+) -> None:
+    # Snapshot.model_construct skips pydantic: these committed and then read back changed
+    # (a str of messages as a list of characters) or not at all (a kind that is not a string).
+    repo = Repo.init("memory://")
+    values = {"kind": "snapshot", "messages": [], "state": {}, "extras": {}, **fields}
+    with pytest.raises(statevcs.SerializationError) as raised:
+        repo.commit(Snapshot.model_construct(**values))
+    assert raised.value.path == path
+    assert fragment in str(raised.value)
+    assert repo.store.list_refs("") == {}

@@ -1,0 +1,240 @@
+"""What a message or an extras value may hold, and why a value is refused.
+
+Messages and extras values are stored as msgpack documents and read back by msgpack alone, so a
+value is accepted only when it reads back equal to what was committed: dicts, lists, str,
+bytes, int (-2**63 to 2**64-1), float (NaN and infinities included), bool and None, nested at
+most :data:`MAX_DOCUMENT_DEPTH` levels. Subclasses of these (a tracked message, an
+``OrderedDict``, a ``StrEnum`` member) and ``bytearray`` and ``memoryview`` are stored as their
+base type and read back as it, equal to what was committed.
+
+Tuples are refused: msgpack has no tuple, so one would read back as a list (which is not equal
+to it), and a tuple used as a dict key would read back as a list, which cannot be a key: the
+whole document would be unreadable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+
+from .errors import SerializationError
+
+MAX_DOCUMENT_DEPTH = 512
+"""How deeply a message or extras value may nest (lists and dicts inside each other).
+
+msgpack writes deeper values than its reader accepts; refusing them at commit keeps the promise
+that whatever commits reads back (and exports to git, which uses the same limit).
+"""
+
+_INT_MIN = -(2**63)
+_INT_MAX = 2**64 - 1
+
+
+def _as_base(value: Any) -> Any:
+    """The packer's fallback: a subclass becomes its base type; anything else is refused."""
+    # dict.copy and list.copy read the storage itself, as msgpack does (and faster than dict()).
+    if isinstance(value, dict):
+        return dict.copy(value)
+    if isinstance(value, list):
+        return list.copy(value)
+    if isinstance(value, str):
+        return str.__str__(value)  # the text itself, whatever the subclass's __str__ says
+    if isinstance(value, bytes):
+        return bytes(memoryview(value))
+    if isinstance(value, int):
+        if type(value) is int:  # exact ints reach the fallback only when out of range
+            raise OverflowError("Integer value out of range")
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, tuple):
+        raise TypeError("a tuple would read back as a list")
+    raise TypeError(f"can not serialize {type(value).__name__!r} object")
+
+
+pack: Callable[[Any], bytes] = msgpack.Packer(
+    use_bin_type=True, autoreset=True, strict_types=True, default=_as_base
+).pack
+"""Encode a document; raises ``TypeError``, ``ValueError`` or ``OverflowError`` if refused.
+
+``strict_types`` keeps msgpack from writing tuples as lists; :func:`refusal` says why a value
+was refused.
+"""
+
+
+# Bytes that can start a msgpack map or array (fixmap, fixarray, map16/32, array16/32); every
+# other byte value is deleted before counting. Text can contain such bytes too, so the count
+# is an upper bound on the number of containers, and hence on the nesting depth.
+_NOT_CONTAINER_START = bytes(b for b in range(256) if not (0x80 <= b <= 0x9F or 0xDC <= b <= 0xDF))
+
+
+def may_be_too_deep(data: bytes) -> bool:
+    """Whether an encoded document could nest deeper than :data:`MAX_DOCUMENT_DEPTH` (C speed)."""
+    return (
+        len(data) > MAX_DOCUMENT_DEPTH
+        and len(data.translate(None, _NOT_CONTAINER_START)) > MAX_DOCUMENT_DEPTH
+    )
+
+
+def check_depth(value: Any, path: str) -> None:
+    """Raise ``SerializationError`` if ``value`` nests deeper than :data:`MAX_DOCUMENT_DEPTH`."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict):
+            children: Any = current.values()
+        elif isinstance(current, (list, tuple)):
+            children = current
+        else:
+            continue
+        if depth >= MAX_DOCUMENT_DEPTH:
+            raise _too_deep(path)
+        stack.extend((child, depth + 1) for child in children)
+
+
+_TOO_DEEP = f"nests deeper than {MAX_DOCUMENT_DEPTH} levels; flatten it or store it as a string"
+
+
+def _too_deep(path: str) -> SerializationError:
+    return SerializationError(f"{path} {_TOO_DEEP}", path)
+
+
+# --- explaining a refusal ----------------------------------------------------------------
+
+_KEEP_IN_STATE = "or keep the value in state, where the repository's serializer stores it"
+_FIXES: dict[str, str] = {
+    "set": "convert it to a list",
+    "frozenset": "convert it to a list",
+    "datetime": "convert it to a string with .isoformat()",
+    "date": "convert it to a string with .isoformat()",
+    "time": "convert it to a string with .isoformat()",
+    "Decimal": "convert it to a string with str(...)",
+    "UUID": "convert it to a string with str(...)",
+}
+
+
+def refusal(value: Any, path: str, error: Exception) -> SerializationError:
+    """The ``SerializationError`` naming where in ``value`` (at ``path``) :func:`pack` failed.
+
+    ``error`` is what :func:`pack` raised; it is quoted only if no part of ``value`` explains it.
+    """
+    found = _first_problem(value)
+    if found is None:
+        return SerializationError(
+            f"{path} cannot be stored ({type(error).__name__}: {short_repr(error)}); messages and "
+            "extras hold dicts, lists, str, bytes, int, float, bool and None: convert the "
+            f"value, {_KEEP_IN_STATE}",
+            path,
+        )
+    where, problem = found
+    full = path + where
+    return SerializationError(f"{full} {problem}", full)
+
+
+# msgpack's own extension objects (an ExtType is a tuple): packed as they are, read back equal.
+_NATIVE_EXTENSIONS = (msgpack.ExtType, msgpack.Timestamp)
+
+
+def _first_problem(value: Any) -> tuple[str, str] | None:
+    """The location (a suffix of the path) and description of the first refused part."""
+    # An explicit stack (hostile nesting must not exhaust Python's), in document order.
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if type(item) in _NATIVE_EXTENSIONS:
+            continue
+        if isinstance(item, tuple):
+            return where, (
+                "is a tuple, which would read back as a list; convert it to a list, "
+                f"{_KEEP_IN_STATE} (statevcs.MsgpackSerializer() keeps tuples)"
+            )
+        if isinstance(item, (dict, list)):
+            if depth >= MAX_DOCUMENT_DEPTH:
+                return "", _TOO_DEEP  # named at the top: the path down would be 512 steps long
+            if isinstance(item, list):
+                pairs: list[tuple[Any, Any]] = list(enumerate(item))
+            else:
+                pairs = list(item.items())
+                for key, _child in pairs:
+                    problem = _key_problem(key)
+                    if problem is not None:
+                        return where, problem
+            stack.extend(
+                (child, f"{where}[{short_repr(key)}]", depth + 1) for key, child in reversed(pairs)
+            )
+            continue
+        problem = _scalar_problem(item)
+        if problem is not None:
+            return where, problem
+    return None
+
+
+def _key_problem(key: Any) -> str | None:
+    if isinstance(key, tuple):
+        return (
+            f"uses the key {short_repr(key)} (a tuple), which msgpack would read back as a list, "
+            "which cannot be a dict key (the document could not be read at all); convert the "
+            f"key to a string, {_KEEP_IN_STATE} (statevcs.MsgpackSerializer() keeps tuple keys)"
+        )
+    if _is_plain_scalar(key):
+        problem = _scalar_problem(key)
+        return None if problem is None else f"has a key that {problem}"
+    name = type(key).__name__
+    return (
+        f"uses the key {short_repr(key)} ({_article(name)} {name}), which messages and extras "
+        "cannot store as a key (keys may be str, bytes, int, float, bool or None); convert the "
+        f"key to a string, {_KEEP_IN_STATE}"
+    )
+
+
+def _is_plain_scalar(item: Any) -> bool:
+    return item is None or isinstance(item, (bool, float, bytes, bytearray, memoryview, int, str))
+
+
+def _scalar_problem(item: Any) -> str | None:
+    if item is None or isinstance(item, (bool, float, bytes, bytearray, memoryview)):
+        return None
+    if isinstance(item, int):
+        number = int.__int__(item)
+        if _INT_MIN <= number <= _INT_MAX:
+            return None
+        return (
+            f"is an integer of {number.bit_length()} bits, outside the range msgpack stores "
+            "(-2**63 to 2**64-1); store it as a string (str(n), or hex(n) beyond 4,300 digits), "
+            f"{_KEEP_IN_STATE} (statevcs.MsgpackSerializer() stores ints of any size)"
+        )
+    if isinstance(item, str):
+        try:
+            str.encode(item, "utf-8")
+        except UnicodeEncodeError:
+            return (
+                "is a string containing a lone surrogate, which is not valid Unicode; remove it "
+                "or decode the original bytes with errors='replace'"
+            )
+        return None
+    name = type(item).__name__
+    fix = _FIXES.get(name, "convert it to one of those")
+    return (
+        f"is {_article(name)} {name}, which messages and extras cannot store (they hold dicts, "
+        f"lists, str, bytes, int, float, bool and None); {fix}, {_KEEP_IN_STATE}"
+    )
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, never failing (huge ints, hostile reprs)."""
+    try:
+        text = repr(value)
+    except Exception:
+        if isinstance(value, int):
+            return f"<int of {int.__int__(value).bit_length()} bits>"
+        return f"<{type(value).__name__} object>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+__all__ = ["MAX_DOCUMENT_DEPTH", "check_depth", "may_be_too_deep", "pack", "refusal", "short_repr"]
