@@ -497,7 +497,15 @@ def test_message_subclasses_come_back_as_their_own_class() -> None:
 def test_a_message_subclass_not_allowed_raises_instead_of_changing_class() -> None:
     saver = _memory_saver()
     messages = [_Note(content="x", id="1")]
-    config = saver.put(_config("t"), _checkpoint("1", {"messages": messages}), {}, {"messages": 1})
+    # Refused when put (what is stored always loads back), and when read if another saver
+    # allowed it.
+    with pytest.raises(UnsafeValue, match="with_allowlist"):
+        saver.put(_config("t"), _checkpoint("1", {"messages": messages}), {}, {"messages": 1})
+    assert saver.get_tuple(_config("t")) is None
+    allowed = saver.with_allowlist([(_Note.__module__, _Note.__name__)])
+    config = allowed.put(
+        _config("t"), _checkpoint("1", {"messages": messages}), {}, {"messages": 1}
+    )
     with pytest.raises(UnsafeValue, match="with_allowlist"):
         saver.get_tuple(config)
 

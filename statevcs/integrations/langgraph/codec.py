@@ -10,19 +10,21 @@ The default serde, :func:`safe_serializer`, is LangGraph's ``JsonPlusSerializer`
 to LangGraph's own allow-list of types (its strict mode): loading never imports a module or
 calls a function the data names, and a value of a type it refuses raises
 :class:`~statevcs.integrations.langgraph.errors.UnsafeValue` instead of coming back as
-something else.
+something else (when stored too: what it stores always loads back); one that does not decode
+raises ``CorruptObject``, never ``None`` in its place.
 """
 
 from __future__ import annotations
 
 import copy
 import gc
+import importlib
 import itertools
 import math
 import operator
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import UnionType
@@ -40,17 +42,25 @@ from langchain_core.messages import (
     ToolMessage,
     message_to_dict,
 )
+from langchain_core.messages.ai import UsageMetadata
+from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
 from langgraph.checkpoint.serde.jsonplus import (
+    EXT_CONSTRUCTOR_KW_ARGS,
+    EXT_CONSTRUCTOR_POS_ARGS,
+    EXT_CONSTRUCTOR_SINGLE_ARG,
     EXT_DELTA_SNAPSHOT,
+    EXT_METHOD_SINGLE_ARG,
+    EXT_NUMPY_ARRAY,
+    EXT_PYDANTIC_V1,
     EXT_PYDANTIC_V2,
     JsonPlusSerializer,
+    _send_from_args,
 )
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
-from ...errors import CorruptObject, SerializationError
+from ...errors import CorruptObject, SerializationError, StateVCSError
 from .errors import UnsafeValue
 
 _INT_MIN = -(2**63)
@@ -112,16 +122,40 @@ for _cls in _ROLES:
 _FIELD_NAMES: dict[type[BaseMessage], frozenset[str]] = {
     cls: frozenset(cls.model_fields) for cls in _ROLES
 }
+# The ``type`` each class's model_dump writes (a literal: validation refuses any other).
+_KINDS: dict[type[BaseMessage], Any] = {cls: cls.model_fields["type"].default for cls in _ROLES}
 
 
 def _construct(cls: type[BaseMessage], data: dict[str, Any]) -> BaseMessage:
     """``cls(**data)`` for fields a validated ``cls`` produced: set directly, not re-validated.
 
     The result equals what validation builds (same field values, same fields set, no
-    extras); anything unusual (an unknown or missing required field, content that is not
-    text or a list) goes through validation instead. ``data`` must be freshly decoded.
+    extras); anything unusual (an unknown or missing required field, a field whose value is
+    not of its type, another class's ``type``) goes through validation instead. ``data`` must
+    be freshly decoded.
     """
-    if not data.keys() <= _FIELD_NAMES[cls] or type(data.get("content")) not in (str, list):
+    if not data.keys() <= _FIELD_NAMES[cls]:
+        return cls(**data)
+    reading = _READINGS[_ROLES[cls]][1]
+    simple, shapes = reading.simple, reading.shapes
+    for name, value in data.items():
+        types = simple.get(name)
+        if types is not None:
+            if type(value) not in types:
+                return cls(**data)
+        elif name == "type":
+            if type(value) is not str or value != _KINDS[cls]:
+                return cls(**data)
+        else:
+            shape = shapes.get(name)
+            if shape is None or not shape.admits(value):
+                return cls(**data)
+    if cls is AIMessage and not _ai_fields_kept(
+        data.get("tool_calls", ()),
+        data.get("invalid_tool_calls", ()),
+        data.get("usage_metadata"),
+        data.get("additional_kwargs"),
+    ):
         return cls(**data)
     values: dict[str, Any] = {}
     for name, kind, default in _PLANS[cls]:
@@ -139,6 +173,70 @@ def _construct(cls: type[BaseMessage], data: dict[str, Any]) -> BaseMessage:
     object.__setattr__(message, "__pydantic_extra__", {})
     object.__setattr__(message, "__pydantic_private__", None)
     return message
+
+
+_CALL_KEYS = ("name", "args", "id", "type")
+_INVALID_CALL_KEYS = ("name", "args", "id", "error", "type")
+_USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
+_STR = frozenset({str})
+_INT = frozenset({int})
+_TEXT_OR_NONE = frozenset({str, type(None)})
+_USAGE: TypeAdapter[UsageMetadata] = TypeAdapter(UsageMetadata)
+
+
+def _ai_fields_kept(tool_calls: Any, invalid: Any, usage: Any, extra: Any) -> bool:
+    """Whether ``AIMessage``'s validation keeps these fields exactly as they are.
+
+    It rebuilds each tool call (``create_tool_call``: those four keys, in that order), puts
+    usage counts in its order and coerces them, and parses ``additional_kwargs["tool_calls"]``
+    when the message has no tool calls: a stored message whose fields it would change (only a
+    damaged or foreign one) is validated instead of set directly. Lists were shape-checked.
+    """
+    for call in tool_calls:
+        if not (
+            type(call) is dict
+            and tuple(call) == _CALL_KEYS
+            and type(call["name"]) is str
+            and type(call["args"]) is dict
+            and _STR.issuperset(map(type, call["args"]))
+            and (call["id"] is None or type(call["id"]) is str)
+            and type(call["type"]) is str
+            and call["type"] == "tool_call"
+        ):
+            return False
+    for call in invalid:
+        if not (
+            type(call) is dict
+            and tuple(call) == _INVALID_CALL_KEYS
+            and _TEXT_OR_NONE.issuperset(map(type, call.values()))
+            and call["type"] == "invalid_tool_call"
+        ):
+            return False
+    if not tool_calls and not invalid and type(extra) is dict and extra.get("tool_calls"):
+        return False
+    if usage is None or (
+        # The usual counts, in validation's order: what it keeps (checked without it).
+        type(usage) is dict
+        and tuple(usage) == _USAGE_KEYS
+        and _INT.issuperset(map(type, usage.values()))
+    ):
+        return True
+    try:
+        validated = _USAGE.validate_python(usage)
+    except Exception:  # pydantic's ValidationError, or anything a hostile value raises
+        return False
+    return _identical(validated, usage)
+
+
+def _identical(a: Any, b: Any) -> bool:
+    """Equal, type for type and key order for key order."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return list(a) == list(b) and all(_identical(a[k], b[k]) for k in a)
+    if type(a) is list:
+        return len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 class _Shape:
@@ -308,6 +406,13 @@ def _stored_message(doc: dict[str, Any]) -> BaseMessage:
         if shape is None or not shape.admits(value):
             return _validated(cls, fields, doc)
     if reading.required and not reading.required <= fields.keys():
+        return _validated(cls, fields, doc)
+    if cls is AIMessage and not _ai_fields_kept(
+        doc["tool_calls"] if calls else fields.get("tool_calls", ()),
+        fields.get("invalid_tool_calls", ()),
+        fields.get("usage_metadata"),
+        fields.get("additional_kwargs"),
+    ):
         return _validated(cls, fields, doc)
     values = reading.template.copy()
     for name, make in reading.factories:
@@ -528,8 +633,29 @@ def unwrap(doc: Any, serde: SerializerProtocol, where: str) -> Any:
             }
         tag, data = doc.get("t"), doc.get("b")
         if isinstance(tag, str) and isinstance(data, bytes):
-            return serde.loads_typed((tag, data))
+            return _loaded(serde, tag, data, where)
     raise CorruptObject("(checkpoint)", f"{where} is not a stored LangGraph value")
+
+
+def _loaded(serde: SerializerProtocol, tag: str, data: bytes, where: str) -> Any:
+    """``serde.loads_typed((tag, data))``, any failure a ``StateVCSError`` naming ``where``.
+
+    The default serde raises ``CorruptObject`` or ``UnsafeValue`` itself; one passed by the
+    caller (LangGraph's ``JsonPlusSerializer``, an ``EncryptedSerializer``) raises whatever
+    its decoder does (``NotImplementedError`` for an unknown tag, ``ValueError`` for damaged
+    msgpack, a cipher's error for a wrong key).
+    """
+    try:
+        return serde.loads_typed((tag, data))
+    except CorruptObject as exc:
+        raise CorruptObject(exc.object_id, f"{where}: {exc.reason}") from None
+    except StateVCSError:
+        raise
+    except Exception as exc:
+        raise CorruptObject(
+            "(checkpoint)",
+            f"{where} does not load with {type(serde).__name__} ({_short(exc)})",
+        ) from None
 
 
 def _no_ext(code: int, data: bytes) -> Any:
@@ -876,7 +1002,10 @@ class Fingerprinter:
     """
 
     def __init__(self, serde: SerializerProtocol) -> None:
-        self._serde = serde
+        # A print is never loaded: the default serde's load-back check would only cost time.
+        self._dumps = (
+            serde.dumps_unchecked if isinstance(serde, SafeSerializer) else serde.dumps_typed
+        )
         self.items_scanned = 0
         """Items walked in Python so far (a cost counter: new items, not the whole list)."""
 
@@ -890,7 +1019,7 @@ class Fingerprinter:
             return ormsgpack.Ext(1, self._pack(body))
         if kind is tuple:
             return ormsgpack.Ext(2, self._pack(list(value)))
-        tag, data = self._serde.dumps_typed(value)
+        tag, data = self._dumps(value)
         return ormsgpack.Ext(3, ormsgpack.packb([_type_code(kind), tag, data]))
 
     def _tag(self, value: Any) -> Any:
@@ -981,83 +1110,241 @@ class Fingerprinter:
 
 # --- the default serde ---------------------------------------------------------------------
 
-_BLOCKED = threading.local()
+# What LangGraph's msgpack encoder writes for each extension it rebuilds by name: the number of
+# fields ((module, name, argument) or (module, name, argument, method)).
+_NAMED = {
+    EXT_CONSTRUCTOR_SINGLE_ARG: 3,
+    EXT_CONSTRUCTOR_POS_ARGS: 3,
+    EXT_CONSTRUCTOR_KW_ARGS: 3,
+    EXT_METHOD_SINGLE_ARG: 4,
+    EXT_PYDANTIC_V1: 3,
+    EXT_PYDANTIC_V2: 4,
+}
+_KEYWORDS = frozenset({EXT_CONSTRUCTOR_KW_ARGS, EXT_PYDANTIC_V1, EXT_PYDANTIC_V2})
+_SEND = ("langgraph.types", "Send")
+_REASON_LIMIT = 200
 
 
-def _on_serde_event(event: SerdeEvent) -> None:
-    found = getattr(_BLOCKED, "found", None)
-    if found is not None and event.get("kind") in ("msgpack_blocked", "msgpack_method_blocked"):
-        found.append(
-            ".".join(x for x in (event.get("module"), event.get("name"), event.get("method")) if x)
-        )
+class _Load:
+    """One msgpack load by a :class:`SafeSerializer`, and the first error an extension met.
+
+    ormsgpack replaces an ext hook's exception with a bare ``ValueError("ext_hook failed")``,
+    so the hook keeps its own error here for :meth:`SafeSerializer._unpack` to raise.
+    """
+
+    __slots__ = ("error", "serde", "storing")
+
+    def __init__(self, serde: SafeSerializer, storing: bool) -> None:
+        self.serde = serde
+        self.storing = storing
+        self.error: StateVCSError | None = None
+
+    def unpack(self, data: bytes) -> Any:
+        return ormsgpack.unpackb(data, ext_hook=self.hook, option=ormsgpack.OPT_NON_STR_KEYS)
+
+    def hook(self, code: int, data: bytes) -> Any:
+        try:
+            return self.serde._extension(code, data, self)
+        except StateVCSError as exc:
+            if self.error is None:
+                self.error = exc
+            raise
+        except Exception as exc:  # a constructor's own error, a recursion limit, ...
+            if self.error is None:
+                self.error = CorruptObject(
+                    "(checkpoint)", f"a stored value does not decode ({_short(exc)})"
+                )
+            raise
 
 
-register_serde_event_listener(_on_serde_event)
+def _short(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: " + "; ".join(str(exc).split("\n"))
+    return text if len(text) <= _REASON_LIMIT else text[: _REASON_LIMIT - 3] + "..."
 
 
 class SafeSerializer(JsonPlusSerializer):
-    """LangGraph's ``JsonPlusSerializer`` in strict mode that raises on a refused type.
+    """LangGraph's ``JsonPlusSerializer`` in strict mode that refuses instead of degrading.
 
     Loading builds only the types of LangGraph's allow-list (``SAFE_MSGPACK_TYPES``: messages,
     ``Send``, ``Interrupt``, ``Command``, datetimes, sets, ...) plus those passed as
     ``allowed_msgpack_modules`` or added by ``with_msgpack_allowlist``; it never imports a
-    module the data names. A stored value of another type raises ``UnsafeValue`` (LangGraph
-    itself would return its raw fields instead: a silent change of type).
+    module the data names otherwise, and never unpickles. A value of another type raises
+    ``UnsafeValue``; a value that does not decode (damaged msgpack, an extension LangGraph
+    never writes, fields its class rejects, a tag this serde never writes) ``CorruptObject``.
+    LangGraph itself would hand back the raw fields, or ``None``, instead: a silent change.
+
+    Storing checks the same: :meth:`dumps_typed` refuses a value its own load would refuse,
+    so what is stored always loads back.
     """
 
-    def loads_typed(self, data: tuple[str, bytes]) -> Any:
-        """Load a value; ``UnsafeValue`` if it holds a type this serializer may not build."""
-        outer = getattr(_BLOCKED, "found", None)
-        found: list[str] = []
-        _BLOCKED.found = found
-        try:
-            if (
-                isinstance(data, tuple)
-                and len(data) == 2
-                and data[0] == "msgpack"
-                and not self._custom_unpack_ext_hook
-            ):
-                value = ormsgpack.unpackb(
-                    data[1], ext_hook=self._fast_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS
-                )
-            else:
-                value = super().loads_typed(data)
-        finally:
-            _BLOCKED.found = outer
-        if found:
-            pair = tuple(found[0].rsplit(".", 1))
-            raise UnsafeValue(
-                f"a stored value holds {found[0]}, a type the saver's serde may not load (loading "
-                f"it could run code); if you trust this repository, allow it: "
-                f"saver = saver.with_allowlist([{pair!r}])"
-            )
-        return value
-
-    def _fast_ext_hook(self, code: int, data: bytes) -> Any:
-        # Messages (most of a thread's bytes) skip pydantic validation: their fields are a
-        # validated message's model_dump, which _construct rebuilds equal, field for field.
-        if code == EXT_PYDANTIC_V2:
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        """Encode ``obj``; ``UnsafeValue`` (or ``SerializationError``) if it would not load back."""
+        tag, data = super().dumps_typed(obj)
+        if tag == "msgpack" and not self._custom_unpack_ext_hook:
             try:
-                parts = ormsgpack.unpackb(
-                    data, ext_hook=self._fast_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS
-                )
-            except Exception:
-                return self._unpack_ext_hook(code, data)
-            if isinstance(parts, list) and len(parts) == 4 and isinstance(parts[2], dict):
-                cls = _DUMPED.get((parts[0], parts[1]))
-                if cls is not None:
-                    try:
-                        return _construct(cls, parts[2])
-                    except Exception:
-                        pass
-            return self._unpack_ext_hook(code, data)
-        if code == EXT_DELTA_SNAPSHOT:
-            return _DeltaSnapshot(
-                ormsgpack.unpackb(
-                    data, ext_hook=self._fast_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS
-                )
+                self._unpack(data, storing=True)
+            except CorruptObject as exc:
+                raise SerializationError(
+                    f"a value of type {type(obj).__name__} does not load back from its own "
+                    f"encoding ({exc.reason}), so it is not stored; store a value whose class "
+                    "rebuilds from its fields (pydantic: model_validate(model_dump()))"
+                ) from None
+        return tag, data
+
+    def dumps_unchecked(self, obj: Any) -> tuple[str, bytes]:
+        """LangGraph's encoding of ``obj``, without the load-back check (for fingerprints)."""
+        return super().dumps_typed(obj)
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        """Load a value: ``UnsafeValue`` for a type this serde may not build (or pickle),
+        ``CorruptObject`` for one that does not decode; never a silent ``None``."""
+        if not (isinstance(data, tuple) and len(data) == 2 and type(data[0]) is str):
+            raise CorruptObject("(checkpoint)", "a stored value is not a (type, bytes) pair")
+        tag, payload = data
+        if not isinstance(payload, (bytes, bytearray)):
+            raise CorruptObject("(checkpoint)", f"a stored {tag!r} value holds no bytes")
+        if self._custom_unpack_ext_hook or (tag == "pickle" and self.pickle_fallback):
+            try:
+                return super().loads_typed(data)
+            except Exception as exc:
+                raise CorruptObject(
+                    "(checkpoint)", f"a stored value does not decode ({_short(exc)})"
+                ) from None
+        if tag == "msgpack":
+            return self._unpack(bytes(payload), storing=False)
+        if tag == "bytes":
+            return bytes(payload)
+        if tag == "bytearray":
+            return bytearray(payload)
+        if tag == "null":
+            if payload:
+                raise CorruptObject("(checkpoint)", "a stored 'null' value holds bytes")
+            return None
+        if tag == "pickle":
+            raise UnsafeValue(
+                "a stored value is a pickle (written by a saver whose serde has "
+                "pickle_fallback=True); unpickling runs code, so this saver's serde refuses it. "
+                "If you trust this repository, read it with "
+                "StateVCSSaver(repo, serde=JsonPlusSerializer(pickle_fallback=True))"
             )
-        return self._unpack_ext_hook(code, data)
+        if tag == "json":
+            raise UnsafeValue(
+                "a stored value is in LangGraph's old 'json' format, which this saver never "
+                "writes and its serde does not load (its reviver imports the classes the data "
+                "names); if you trust this repository, read it with "
+                "StateVCSSaver(repo, serde=JsonPlusSerializer())"
+            )
+        raise CorruptObject("(checkpoint)", f"a stored value has the unknown type tag {tag!r}")
+
+    def _unpack(self, data: bytes, *, storing: bool) -> Any:
+        load = _Load(self, storing)
+        try:
+            return load.unpack(data)
+        except Exception as exc:  # ormsgpack's own errors are ValueError and TypeError
+            if load.error is not None:
+                raise load.error from None
+            raise CorruptObject(
+                "(checkpoint)", f"a stored value does not decode as msgpack ({_short(exc)})"
+            ) from None
+
+    def _allows(self, module: str, name: str) -> bool:
+        if (module, name) in SAFE_MSGPACK_TYPES:
+            return True
+        allowed = self._allowed_msgpack_modules
+        return allowed is True or (allowed is not None and (module, name) in allowed)
+
+    def _refuse(self, path: str, pair: tuple[str, str] | None, load: _Load) -> UnsafeValue:
+        if pair is None:  # a method call: LangGraph allows only its own few, whatever the list
+            advice = (
+                "LangGraph's serde never allows it; store a value of the class itself (a "
+                "datetime.datetime, not a subclass)"
+            )
+        else:
+            advice = f"allow it: saver = saver.with_allowlist([{pair!r}])"
+        if load.storing:
+            return UnsafeValue(
+                f"a value to store holds {path}, a type the saver's serde would refuse to load "
+                f"back (loading a type nobody allowed could run code), so nothing was stored; to "
+                f"store it, {advice}"
+            )
+        return UnsafeValue(
+            f"a stored value holds {path}, a type the saver's serde may not load (loading it "
+            f"could run code); if you trust this repository, {advice}"
+        )
+
+    def _extension(self, code: int, data: bytes, load: _Load) -> Any:
+        """Rebuild one msgpack extension as LangGraph's encoder wrote it, or raise."""
+        if code == EXT_NUMPY_ARRAY:
+            array = self._unpack_ext_hook(code, data)  # LangGraph's: None when it cannot
+            if array is None:
+                raise CorruptObject(
+                    "(checkpoint)", "a stored numpy array does not load (is numpy installed?)"
+                )
+            return array
+        parts = load.unpack(data)
+        if code == EXT_DELTA_SNAPSHOT:
+            return _DeltaSnapshot(parts)
+        size = _NAMED.get(code)
+        if size is None:
+            raise CorruptObject(
+                "(checkpoint)", f"a stored value holds msgpack extension {code}, not LangGraph's"
+            )
+        if not (
+            type(parts) is list
+            and len(parts) == size
+            and type(parts[0]) is str
+            and type(parts[1]) is str
+        ):
+            raise CorruptObject("(checkpoint)", f"a stored msgpack extension {code} is malformed")
+        module, name, argument = parts[0], parts[1], parts[2]
+        if code == EXT_PYDANTIC_V2 and type(argument) is dict:
+            # LangChain's own messages skip validation when their fields are of their types
+            # (a validated message's model_dump): _construct rebuilds them equal.
+            message = _DUMPED.get((module, name))  # (all on LangGraph's own allow-list)
+            if message is not None:
+                try:
+                    return _construct(message, argument)
+                except Exception as exc:  # pydantic's and LangChain's validators raise several
+                    raise _not_rebuilt(module, name, exc) from None
+        if code == EXT_METHOD_SINGLE_ARG:
+            method = parts[3]
+            if type(method) is not str or (module, name, method) not in SAFE_MSGPACK_METHODS:
+                raise self._refuse(f"{module}.{name}.{method}", None, load)
+        elif not self._allows(module, name):
+            raise self._refuse(f"{module}.{name}", (module, name), load)
+        if code in _KEYWORDS:
+            if type(argument) is not dict or not all(type(k) is str for k in argument):
+                raise CorruptObject("(checkpoint)", f"a stored {module}.{name} has no field map")
+        elif code == EXT_CONSTRUCTOR_POS_ARGS and type(argument) is not list:
+            raise CorruptObject("(checkpoint)", f"a stored {module}.{name} has no argument list")
+        target = _rebuilt(module, name, lambda: getattr(importlib.import_module(module), name))
+        if code == EXT_METHOD_SINGLE_ARG:
+            return _rebuilt(module, name, lambda: getattr(target, method)(argument))
+        if code == EXT_CONSTRUCTOR_SINGLE_ARG:
+            return _rebuilt(module, name, lambda: target(argument))
+        if code == EXT_CONSTRUCTOR_POS_ARGS:
+            if (module, name) == _SEND:  # its timeout is keyword-only
+                if len(argument) not in (2, 3):
+                    raise CorruptObject("(checkpoint)", "a stored Send has a wrong argument count")
+                return _rebuilt(module, name, lambda: _send_from_args(argument))
+            return _rebuilt(module, name, lambda: target(*argument))
+        return _rebuilt(module, name, lambda: target(**argument))
+
+
+def _rebuilt(module: str, name: str, build: Callable[[], Any]) -> Any:
+    """``build()``, any failure a ``CorruptObject`` naming the class (never a fallback value)."""
+    try:
+        return build()
+    except StateVCSError:
+        raise
+    except Exception as exc:
+        raise _not_rebuilt(module, name, exc) from None
+
+
+def _not_rebuilt(module: str, name: str, exc: Exception) -> CorruptObject:
+    return CorruptObject(
+        "(checkpoint)", f"a stored {module}.{name} does not rebuild ({_short(exc)})"
+    )
 
 
 # (module, class name) as the msgpack encoder names a message -> the message class.

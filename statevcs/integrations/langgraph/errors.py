@@ -25,10 +25,11 @@ class NotACheckpoint(LangGraphError):
 
 
 class UnsafeValue(LangGraphError):
-    """A stored value is of a type the saver's serde may not load (loading could run code).
+    """A value is of a type the saver's serde may not load (loading could run code).
 
-    Pass a serde that allows the type (``JsonPlusSerializer(allowed_msgpack_modules=[...])``)
-    if the repository is trusted.
+    Raised when such a value is read, and when one is put (before anything is written: it
+    could not be read back). Allow the type with ``saver.with_allowlist([(module, name)])`` if
+    the repository is trusted.
     """
 
 
