@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -151,3 +153,52 @@ def test_the_cli_reference_covers_every_command() -> None:
                 if option.startswith("-"):
                     assert option in reference, (name, option)
     assert generated.CLI_MARKER in (DOCS / "cli.md").read_text(encoding="utf-8")
+
+
+def recipe(page: Path, name: str) -> str:
+    """The ```bash block right after ``<!-- recipe: NAME -->`` on ``page``, exactly as printed."""
+    text = page.read_text(encoding="utf-8")
+    match = re.search(
+        rf"^<!-- recipe: {re.escape(name)} -->\n```bash\n(.*?)^```$", text, re.S | re.M
+    )
+    assert match, f"{page.name} has no recipe {name!r}"
+    return match.group(1)
+
+
+def stop_group(group: int, grace: float = 30.0) -> None:
+    """Stop every process of ``group``: SIGTERM, then SIGKILL what is left after ``grace``."""
+    try:
+        os.killpg(group, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            os.killpg(group, 0)  # raises once the group is empty
+            time.sleep(0.2)
+        os.killpg(group, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_the_local_s3_recipe_runs_as_printed(tmp_path: Path) -> None:
+    """docs/storage.md's local S3 server: started, a repository created on it and read back."""
+    script = recipe(DOCS / "storage.md", "local-s3")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    # The recipe leaves the server running, as a user's shell would: its own process group
+    # lets the test stop it afterwards.
+    process = subprocess.Popen(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = process.communicate(timeout=120)
+    finally:
+        stop_group(process.pid)
+    assert process.returncode == 0, err
+    assert "Initialized empty statevcs repository in s3://my-bucket/agents" in out
+    assert "branch main has no commits yet" in err + out
+    assert (tmp_path / "weed-data").is_dir()
