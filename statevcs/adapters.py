@@ -17,7 +17,7 @@ from importlib import metadata
 from typing import Any, Protocol, runtime_checkable
 
 from . import tracking
-from .errors import UnsupportedObject
+from .errors import UnsupportedObject, install_hint
 from .snapshot import Snapshot
 
 MESSAGES_KEY = "messages"
@@ -206,7 +206,7 @@ class AdapterRegistry:
             except ImportError as exc:
                 raise UnsupportedObject(
                     f"cannot load the statevcs integration for {entry.name} ({exc}); "
-                    f"install it with `pip install 'statevcs[{entry.name}]'`"
+                    f"{install_hint(entry.name)}"
                 ) from exc
             if callable(target):
                 target(self)

@@ -237,6 +237,39 @@ class GitMirrorError(StateVCSError):
     """Exporting to, importing from or pushing a git mirror failed."""
 
 
+def install_hint(extra: str) -> str:
+    """How to install the optional dependencies of ``extra``, said the same way everywhere.
+
+    statevcs is installed from a clone (it is not on PyPI yet), so the hint is pip's editable
+    install of that extra.
+    """
+    return f"install the `{extra}` extra: python -m pip install -e '.[{extra}]' in a statevcs clone"
+
+
+class MissingExtra(ModuleNotFoundError):
+    """An integration or backend was imported without the extra that brings its framework.
+
+    A :class:`ModuleNotFoundError` (so ``except ImportError`` keeps working) whose message names
+    the extra to install.
+    """
+
+    def __init__(self, what: str, module: str, extra: str) -> None:
+        super().__init__(f"{what} needs the {module} package: {install_hint(extra)}", name=module)
+        self.extra = extra
+
+
+def require_module(what: str, module: str, extra: str) -> None:
+    """Raise :class:`MissingExtra` for ``what`` unless ``module`` can be imported."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise MissingExtra(what, module, extra)
+
+
 __all__ = [
     "AmbiguousRevision",
     "CorruptObject",
@@ -245,6 +278,7 @@ __all__ = [
     "InvalidRefName",
     "InvalidRevision",
     "MergeConflict",
+    "MissingExtra",
     "MissingObject",
     "ObjectError",
     "RefConflict",
@@ -262,5 +296,7 @@ __all__ = [
     "StoreError",
     "UnknownRevision",
     "UnsupportedObject",
+    "install_hint",
+    "require_module",
     "UntrustedPayload",
 ]

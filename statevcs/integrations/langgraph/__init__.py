@@ -20,16 +20,21 @@ threads/<thread>`` shows a conversation's history. One module per job:
 
 from __future__ import annotations
 
-from .errors import (
+from ...errors import require_module
+
+# Without the langgraph extra, say which extra to install instead of a bare ModuleNotFoundError.
+require_module("statevcs.integrations.langgraph", "langgraph", "langgraph")
+
+from .errors import (  # noqa: E402
     InvalidCheckpointConfig,
     LangGraphError,
     NotACheckpoint,
     ThreadExists,
     UnsafeValue,
 )
-from .names import decode as decode_thread_id
-from .names import encode as encode_thread_id
-from .saver import StateVCSSaver, UnknownStrategy
+from .names import decode as decode_thread_id  # noqa: E402
+from .names import encode as encode_thread_id  # noqa: E402
+from .saver import StateVCSSaver, UnknownStrategy  # noqa: E402
 
 __all__ = [
     "InvalidCheckpointConfig",

@@ -29,8 +29,13 @@ One module per job:
 
 from __future__ import annotations
 
-from ...tracking import TrackedDict, TrackedList, TrackedMessages
-from ._common import (
+from ...errors import require_module
+
+# Without the strands extra, say which extra to install instead of a bare ModuleNotFoundError.
+require_module("statevcs.integrations.strands", "strands", "strands")
+
+from ...tracking import TrackedDict, TrackedList, TrackedMessages  # noqa: E402
+from ._common import (  # noqa: E402
     BIDI_SNAPSHOT_FIELDS,
     KIND_AGENT,
     KIND_GRAPH,
@@ -38,15 +43,15 @@ from ._common import (
     KIND_SWARM,
     SNAPSHOT_FIELDS,
 )
-from .adapters import (
+from .adapters import (  # noqa: E402
     StrandsAgentAdapter,
     StrandsOrchestratorAdapter,
     StrandsSnapshotAdapter,
     agent_adapter,
 )
-from .conversion import from_strands_snapshot, to_strands_snapshot
-from .hooks import AutoCommit, CommitOn
-from .session import StateVCSSessionManager
+from .conversion import from_strands_snapshot, to_strands_snapshot  # noqa: E402
+from .hooks import AutoCommit, CommitOn  # noqa: E402
+from .session import StateVCSSessionManager  # noqa: E402
 
 __all__ = [
     "BIDI_SNAPSHOT_FIELDS",
