@@ -93,6 +93,16 @@ def test_the_readme_quickstart_prints_what_it_says_and_runs_again(tmp_path: Path
         assert "5 commits; inspect them: statevcs -C " in done.stdout
 
 
+def test_each_readme_block_runs_on_its_own(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """A reader may paste any one block of the README: none needs an earlier one's names."""
+    text = README.read_text(encoding="utf-8").replace(S3_LITERAL, request.getfixturevalue("s3_url"))
+    for number, block in enumerate(python_blocks(text)):
+        folder = tmp_path / f"block-{number}"
+        folder.mkdir()
+        done = run_blocks(README, [block], folder)
+        assert done.returncode == 0, f"README block {number} alone failed\n{done.stderr}"
+
+
 def test_block_lines_point_into_the_page() -> None:
     text = "# t\n\n```python\nx = 1\ny = 2\n```\n\n```bash\nls\n```\n```python\nz = 3\n```\n"
     blocks = python_blocks(text)
