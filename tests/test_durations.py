@@ -123,8 +123,11 @@ def test_wrong_types() -> None:
         as_duration(timedelta(seconds=-1), "grace")
 
 
+NEAR_DURATIONS = st.text(alphabet="0123456789 .,-+eE_smhdwMSHDWyoniutkrag\t\u0663", max_size=24)
+
+
 @settings(max_examples=EXAMPLES)
-@given(st.text())
+@given(st.one_of(st.text(), NEAR_DURATIONS))
 def test_any_text_parses_or_raises_invalid_duration(text: str) -> None:
     try:
         parsed = parse_duration(text)
