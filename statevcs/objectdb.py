@@ -20,6 +20,7 @@ from .errors import CorruptObject, MissingObject
 from .hashing import ObjectId, to_hex
 from .objects import NOT_A_DOC, Blob, Chunked, Doc, StoredObject, decode, doc_value, kind_of
 from .stores.base import Store
+from .structures.chunking import CHUNKER_KEY, Chunker, chunker_for
 
 _NODE_CACHE = 200_000
 _BYTES_CACHE = 64 * 1024 * 1024
@@ -31,7 +32,7 @@ _KNOWN_LIMIT = 4_000_000
 class ObjectDB:
     """Reads and writes objects of one store with caching and integrity checks."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, chunker: Chunker | None = None) -> None:
         self.store = store
         self._nodes: OrderedDict[ObjectId, StoredObject] = OrderedDict()
         self._bytes: OrderedDict[ObjectId, bytes] = OrderedDict()
@@ -40,6 +41,16 @@ class ObjectDB:
         self.large_values: dict[bytes, ObjectId] = {}
         self.generation = store.generation()
         """The gc generation :attr:`known` is valid for."""
+        self._chunker = chunker
+
+    @property
+    def chunker(self) -> Chunker:
+        """The chunker large values are cut with: the one given, else the repository's own."""
+        # Read on first use: it is fixed when the repository is created, and most handles
+        # never write a large value.
+        if self._chunker is None:
+            self._chunker = chunker_for(self.store.config_get(CHUNKER_KEY))
+        return self._chunker
 
     # --- reading --------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from .snapshot import (
     write_snapshot,
 )
 from .stores.base import ANY, Expected, RefUpdate, Store, StoredReflogEntry
+from .structures.chunking import Chunker
 from .structures.maps import read_map
 
 
@@ -48,8 +49,10 @@ class ObjectDatabase(ObjectDB):
     and from objects, on binary ids.
     """
 
-    def __init__(self, store: Store, serializer: StateSerializer) -> None:
-        super().__init__(store)
+    def __init__(
+        self, store: Store, serializer: StateSerializer, *, chunker: Chunker | None = None
+    ) -> None:
+        super().__init__(store, chunker=chunker)
         self.serializer = serializer
         """The serializer state values are written with (the repository's)."""
 
@@ -322,6 +325,7 @@ RESERVED_CONFIG_KEYS = {
     "core.format": "the repository format this version reads",
     "core.durability": "chosen when the repository is created",
     "core.id": "the repository's identity, set when it is created",
+    "core.chunker": "set when the repository is created: large values' ids depend on it",
     "gc.generation": "bumped by garbage collection",
 }
 """Config keys statevcs maintains itself, and why they are not for hand editing."""

@@ -82,6 +82,7 @@ from .stores.base import Expected, RefUpdate, Store
 from .stores.memory import MemoryStore
 from .stores.registry import backend_for
 from .stores.sqlite import DB_FILENAME, Durability, SQLiteStore, read_config
+from .structures.chunking import CHUNKER_KEY, DEFAULT_CHUNKER, chunker_for
 
 DEFAULT_AUTHOR = "statevcs <statevcs@localhost>"
 MEMORY_URL = "memory://"
@@ -261,6 +262,8 @@ class Repo:
                 REPOSITORY_ID_KEY: uuid.uuid4().hex,
                 "core.format": REPOSITORY_FORMAT,
                 DURABILITY_KEY: durability,
+                # Fixed for the repository's life: its large values' ids depend on it.
+                CHUNKER_KEY: DEFAULT_CHUNKER.name,
             }
             store = backend.create(text, config=config, head=ref)
             repo = cls(store, serializer=serializer, author=author, adapters=adapters)
@@ -281,6 +284,7 @@ class Repo:
                 ) from None
             sqlite = SQLiteStore(folder / DB_FILENAME, durability=durability)
             sqlite.config_set(REPOSITORY_ID_KEY, uuid.uuid4().hex)
+            sqlite.config_set(CHUNKER_KEY, DEFAULT_CHUNKER.name)
             repo = cls(sqlite, serializer=serializer, author=author, path=folder, adapters=adapters)
             repo.store.set_symbolic(HEAD, ref)
             repo.store.config_set("core.format", REPOSITORY_FORMAT)
@@ -311,6 +315,7 @@ class Repo:
             store = backend.open(text)
             try:
                 _check_format(store.config_get("core.format"), store.url)
+                chunker_for(store.config_get(CHUNKER_KEY))
             except BaseException:
                 store.close()
                 raise
@@ -325,6 +330,7 @@ class Repo:
             )
         config = read_config(folder / DB_FILENAME)
         _check_format(config.get("core.format"), str(folder))
+        chunker_for(config.get(CHUNKER_KEY))
         if durability is None:
             stored = config.get(DURABILITY_KEY, "normal")
             durability = "full" if stored == "full" else "normal"

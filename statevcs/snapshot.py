@@ -166,7 +166,7 @@ def _large_id(data: bytes, db: ObjectDB, out: dict[ObjectId, bytes]) -> ObjectId
     cached = db.large_values.get(digest)
     if cached is not None and cached in db.known:
         return cached
-    object_id = chunking.chunk(data, out)
+    object_id = db.chunker.chunk(data, out)
     if len(db.large_values) > 10_000:
         db.large_values.clear()
     db.large_values[digest] = object_id

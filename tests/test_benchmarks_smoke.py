@@ -155,3 +155,22 @@ def test_the_lookup_benchmark_prints_its_table_and_leaves_no_files(tmp_path: Pat
         assert re.fullmatch(r"[\d.]+", row.rstrip(" |").rsplit("|", 1)[1].strip()), row
     assert list(scratch.iterdir()) == []
     assert [path.name for path in tmp_path.iterdir()] == ["scratch"]
+
+
+def test_chunking_benchmark_prints_every_row(tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_chunking.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines()]
+    throughput = [row for row in rows if row[:2] == ["1", "MB"] and row[2] in ("random", "base64")]
+    assert len(throughput) == 2 and all(float(row[3].replace(",", "")) > 0 for row in throughput)
+    commits = {row[2]: row for row in rows if row[:2] == ["1", "MB"] and "KB" in row}
+    assert set(commits) == {"fastcdc-2020", "gear-1"}

@@ -119,13 +119,27 @@ def scratch(tmp_path: Path) -> Path:
 
 
 def test_gc_grace_takes_the_core_durations(scratch: Path) -> None:
-    for grace, seconds in (("2w", 14 * 86_400), ("1w2d", 9 * 86_400), ("90m", 5400), ("3.5", 3.5)):
+    for grace, seconds in (
+        ("2w", 14 * 86_400),
+        ("1w2d", 9 * 86_400),
+        ("90m", 5400),
+        ("3.5", 3.5),
+        ("1.month", 30 * 86_400),
+        ("2 weeks", 14 * 86_400),
+        ("30min", 1800),
+    ):
         result = invoke("gc", "--dry-run", "--grace", grace, "--json", cwd=scratch)
         assert json.loads(result.stdout)["grace_seconds"] == seconds, grace
     for bad in ("two weeks", "-5", "nan", "inf", "1000000w"):
         error = invoke("gc", "--dry-run", "--grace", bad, cwd=scratch, code=2).stderr
         assert error.startswith("error: ") and "is not a duration" in error, bad
         assert "--grace" in error and "Traceback" not in error
+
+
+def test_gc_grace_1M_is_refused_not_read_as_a_minute(scratch: Path) -> None:
+    error = " ".join(invoke("gc", "--dry-run", "--grace", "1M", cwd=scratch, code=2).stderr.split())
+    assert "'1M' is ambiguous" in error and "1month or 1min" in error
+    assert "month(s) (30 days)" in error and "--grace" in error
 
 
 def test_message_rendering_covers_strands_and_plain_dicts() -> None:

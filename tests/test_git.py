@@ -550,3 +550,51 @@ def test_diverged_refs_are_skipped_on_import(
     report = import_git(repo, tmp_path / "m.git")
     assert list(report.refs_skipped) == ["refs/heads/main"]
     assert repo.get_commit("main").message == "diverge"
+
+
+def test_large_values_round_trip_with_identical_ids_across_chunkers(
+    tmp_path: Path, clock: Clock
+) -> None:
+    from statevcs.objects import encode_doc
+    from statevcs.structures.chunking import CHUNKER_KEY, GEAR_1
+
+    # A repository created before chunkers were recorded cuts with gear-1; a new one with
+    # fastcdc-2020. Its exported commits still come back with their own ids.
+    old = statevcs.Repo.init(tmp_path / "old")
+    old.store.config_set(CHUNKER_KEY, None)
+    old = statevcs.Repo.open(tmp_path / "old")
+    assert old.objects.chunker is GEAR_1
+    big = "".join(f"{i:07d} " for i in range(30_000))
+    agent: dict[str, Any] = {"messages": [{"role": "user", "content": [{"text": big}]}]}
+    old.commit(agent, "large", timestamp=clock())
+    agent["messages"].append({"role": "assistant", "content": [{"text": big + "!"}]})
+    old.commit(agent, "larger", timestamp=clock())
+    export_git(old, tmp_path / "mirror")
+    info = json.loads(git("-C", tmp_path / "mirror", "show", "main:statevcs.json"))
+    assert info["chunker"] == "gear-1"
+
+    new = statevcs.Repo.init("memory://")
+    assert new.objects.chunker.name == "fastcdc-2020"
+    import_git(new, tmp_path / "mirror")
+    for commit in all_commits(old):
+        assert new.get_commit(commit.id) == commit
+        assert new.show(commit.id) == old.show(commit.id)
+    # New commits in the new repository are cut its own way.
+    fresh = {"messages": [{"role": "user", "content": [{"text": big + "?"}]}]}
+    again = new.commit(fresh, "again", timestamp=clock())
+    assert new.show(again.id).messages == fresh["messages"]
+    out: dict[bytes, bytes] = {}
+    new.objects.chunker.chunk(encode_doc(fresh["messages"][0]), out)
+    assert new.store.has_many(out) == set(out)
+
+
+def test_a_mirror_naming_an_unknown_chunker_is_refused(repo: statevcs.Repo, tmp_path: Path) -> None:
+    mirror = tmp_path / "mirror"
+    export_git(repo, mirror)
+    info = json.loads((mirror / "statevcs.json").read_text())
+    info["chunker"] = "fastcdc-2031"
+    (mirror / "statevcs.json").write_text(json.dumps(info, sort_keys=True))
+    git("-C", mirror, "add", "statevcs.json")
+    git("-C", mirror, "-c", "user.name=G", "-c", "user.email=g@x", "commit", "-q", "-m", "x")
+    with pytest.raises(GitMirrorError, match="fastcdc-2031"):
+        import_git(statevcs.Repo.init("memory://"), mirror)

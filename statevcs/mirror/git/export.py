@@ -537,6 +537,8 @@ class _Exporter:
             "snapshot": to_hex(commit.snapshot),
             "kind": snap.kind,
             "state_codec": snap.state_codec,
+            # Large values' ids depend on how they were cut: import rebuilds them the same way.
+            "chunker": self.objects.chunker.name,
             "author": commit.author,
             "timestamp": moment.isoformat(),
             "message": commit.message,

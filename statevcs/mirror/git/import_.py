@@ -19,14 +19,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...commitfields import canonical_metadata, check_text, timestamp_us
-from ...errors import GitMirrorError, InvalidRefName, StateVCSError
+from ...errors import GitMirrorError, InvalidRefName, RepositoryError, StateVCSError
 from ...hashing import ObjectId, from_hex, to_hex
 from ...history import CommitGraph, is_ancestor
 from ...objects import encode_doc
+from ...plumbing import ObjectDatabase
 from ...refs import BRANCH_PREFIX, branch_ref, check_ref_name
 from ...repo import Repo
 from ...serializers import JSONSerializer, serializer_for
 from ...snapshot import MessageBase, Snapshot, StoredMessages
+from ...structures.chunking import Chunker, chunker_for
 from .jsonmap import from_json, parse_json
 from .layout import (
     GITLINK_MODE,
@@ -102,6 +104,7 @@ class _Info:
     snapshot: str
     kind: str
     codec: str
+    chunker: Chunker
     author: str
     timestamp: datetime
     message: str
@@ -171,11 +174,22 @@ def _parse_info(data: bytes) -> _Info:
         snapshot=_hex_field(info.get("snapshot"), "'snapshot'"),
         kind=_text_field(info, "kind"),
         codec=_text_field(info, "state_codec"),
+        chunker=_chunker_field(info.get("chunker")),
         author=_text_field(info, "author"),
         timestamp=moment,
         message=_text_field(info, "message"),
         metadata=metadata,
     )
+
+
+def _chunker_field(value: Any) -> Chunker:
+    # Mirrors written before chunkers were recorded come from repositories that record none.
+    if value is not None and not isinstance(value, str):
+        raise GitMirrorError(f"statevcs.json: 'chunker' must be a string, not {_kind(value)}")
+    try:
+        return chunker_for(value)
+    except RepositoryError as exc:
+        raise GitMirrorError(f"statevcs.json: {exc}") from None
 
 
 def _check_metadata_keys(metadata: dict[Any, Any]) -> None:
@@ -251,6 +265,19 @@ class _Importer:
         self.states: dict[tuple[bytes, str], dict[str, bytes]] = {}
         self.extras: dict[bytes, dict[str, Any]] = {}
         self.ignored: set[bytes] = set()
+        self.encoders: dict[str, ObjectDatabase] = {}
+
+    def encoder(self, chunker: Chunker) -> ObjectDatabase:
+        """The object database that encodes snapshots cut with ``chunker``."""
+        # An exported commit comes back with its own ids only if its large values are cut as
+        # they were in the repository it came from, whichever chunker this one writes with.
+        if chunker is self.repo.objects.chunker:
+            return self.repo.objects
+        found = self.encoders.get(chunker.name)
+        if found is None:
+            found = ObjectDatabase(self.repo.store, self.repo.objects.serializer, chunker=chunker)
+            self.encoders[chunker.name] = found
+        return found
 
     def _json(self, sha: bytes, name: str) -> Any:
         return parse_json(git_blob(self.git, sha, name), name)
@@ -607,9 +634,9 @@ def _write_one(
         base = MessageBase(previous=previous, keep=keep)
     # The mirror holds already-serialized state bytes (maybe pickled with a key this process
     # lacks), so they are written verbatim; messages shared with the parent are not re-encoded.
-    written = repo.objects.encode_snapshot(
-        snapshot, state_codec=info.codec, base=base, raw_state=True
-    )
+    # A commit made with git tools is a new commit of this repository: cut as it cuts.
+    encoder = importer.encoder(info.chunker) if plan.authentic else repo.objects
+    written = encoder.encode_snapshot(snapshot, state_codec=info.codec, base=base, raw_state=True)
     snapshot_id = to_hex(written.snapshot_id)
     if plan.authentic and snapshot_id != info.snapshot:
         raise GitMirrorError(
