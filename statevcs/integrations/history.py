@@ -168,11 +168,14 @@ def resolve(repo: Repo, branch_ref: str, revision: object) -> Commit:
         raise HistoryToolError(
             f"branch {short_name(branch_ref)!r} has no commits yet: nothing to go back to"
         )
+    rewritten = relative(revision, branch_ref)
     try:
-        return repo.get_commit(relative(revision, branch_ref))
+        return repo.get_commit(rewritten)
     except UnknownRevision as exc:
+        # Say it in the model's own words: HEAD~9, not refs/heads/main~9.
+        text = str(exc).replace(rewritten, str(revision))
         raise HistoryToolError(
-            f"{escape(exc)}; list_checkpoints shows the revisions you can name"
+            f"{escape(text)}; list_checkpoints shows the revisions you can name"
         ) from None
 
 
