@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strands import Agent
-from strands.hooks import AfterInvocationEvent
+from strands.hooks import AfterInvocationEvent, BeforeToolCallEvent
 from strands.types.tools import ToolContext
 
 import statevcs
-from statevcs.integrations.strands import StateVCSSessionManager
+from statevcs.integrations.strands import AutoCommit, StateVCSSessionManager
 from statevcs.integrations.strands.testing import Reply, ScriptedModel, ToolCall
 from statevcs.integrations.strands.tools import HistoryTools
 
@@ -340,3 +340,64 @@ def test_hostile_arguments_give_answers_never_exceptions(
     assert _refs(repo) == before  # nothing is written before the invocation ends
     queued = history.pending(agent)
     assert len(queued) == sum(not a.startswith("error: ") for a in answers[:3])
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        "session:invocation",
+        "session:message",
+        "session:tool_call",
+        "auto:tool_call",
+        "auto:message",
+        "none",
+    ],
+)
+def test_rollback_under_every_commit_policy(repo: statevcs.Repo, policy: str) -> None:
+    kind, _, on = policy.partition(":")
+    model = ScriptedModel(
+        [
+            "one",
+            "two",
+            ToolCall("rollback", {"revision": "HEAD~2", "reason": "undo"}, tool_use_id="r"),
+            "after",
+        ]
+    )
+    kwargs: dict[str, Any] = {}
+    if kind == "session":
+        kwargs["session_manager"] = StateVCSSessionManager(repo, branch="main", commit_on=on)  # type: ignore[arg-type]
+    elif kind == "auto":
+        kwargs["hooks"] = [AutoCommit(repo, on=on)]  # type: ignore[arg-type]
+    agent = Agent(model=model, plugins=[HistoryTools(repo)], callback_handler=None, **kwargs)
+    if kind != "session":
+        repo.commit(agent, "start")
+    heads: list[str] = []
+    ended: list[Any] = []
+    agent.add_hook(lambda event: heads.append(repo.resolve("main")), BeforeToolCallEvent)
+    agent.add_hook(
+        lambda event: ended.append(copy.deepcopy(event.agent.messages)), AfterInvocationEvent
+    )
+    for prompt in ["a", "b"]:
+        agent(prompt)
+        if kind == "none":
+            repo.commit(agent, prompt)  # by hand: no policy commits
+    agent("c")
+    target = repo.resolve(f"{heads[0]}~2")
+    rollback = repo.get_commit("main")
+    assert rollback.parents == (target,)
+    assert rollback.metadata["target"] == target
+    assert rollback.metadata["requested_by"]["tool_call_id"] == "r"
+    assert agent.messages == repo.show(target).messages
+    assert repo.show("abandoned/main/1").messages == ended[-1]
+    assert heads[0] in {c.id for c in repo.log("abandoned/main/1")}
+    agent.messages.append({"role": "user", "content": [{"text": "more"}]})
+    assert repo.commit(agent, "next").parents == (rollback.id,)
+
+
+def test_rollback_to_a_commit_that_holds_no_agent_is_refused(repo: statevcs.Repo) -> None:
+    agent, model, _history = _agent(repo)
+    repo.commit({"plain": "dict"}, "a dict", branch="notes")
+    before = _refs(repo)
+    (answer,) = _call(agent, model, ToolCall("rollback", {"revision": "notes", "reason": "x"}))
+    assert answer.startswith("error: ") and "'dict' snapshot" in answer
+    assert _refs(repo) == before

@@ -26,6 +26,7 @@ from ...refs import branch_ref, short_name, tag_ref
 from ...stores.base import RefUpdate
 from .. import history
 from ..history import HistoryToolError, Pending, Request
+from ._common import KIND_AGENT
 from .adapters import agent_adapter
 
 if TYPE_CHECKING:
@@ -112,6 +113,12 @@ class HistoryTools(Plugin):
         def body() -> str:
             why = history.check_text(reason, "reason")
             target = history.resolve(self.repo, self._branch_of(tool_context.agent), revision)
+            kind = self.repo.objects.load_snapshot(from_hex(target.snapshot_id)).kind
+            if kind != KIND_AGENT:
+                raise HistoryToolError(
+                    f"{target.short_id} holds a {kind!r} snapshot, not an agent's; "
+                    "list_checkpoints shows this conversation's own states"
+                )
             request = Request(
                 "rollback",
                 why,
@@ -247,7 +254,8 @@ class HistoryTools(Plugin):
         repo = self.repo
         branch = short_name(ref)
         tip = repo.refs.get(ref)
-        assert tip is not None  # the end state was committed above
+        if tip is None:
+            raise HistoryToolError(f"branch {branch!r} was deleted; the rollback was not applied")
         target = repo.get_commit(request.target)
         abandoned = history.next_tag(repo, history.ABANDONED_PREFIX, branch)
         metadata = history.record(request, abandoned=abandoned, abandoned_commit=tip.hex())
