@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -238,3 +242,57 @@ def test_a_run_that_fails_drops_its_requests(repo: statevcs.Repo) -> None:
     assert history.pending(CONFIG) == []
     assert not repo.tags()
     assert repo.refs.as_hex().keys() >= before.keys()
+
+
+def test_ainvoke_applies_the_rollback_after_the_run(repo: statevcs.Repo) -> None:
+    app, history = _app(repo, CommandModel())
+    _ask(history, app, "hello", 0)
+    request = 'call rollback {"revision": "HEAD~1", "reason": "async"}'
+
+    async def run() -> Any:
+        return await history.ainvoke(app, {"messages": [HumanMessage(request, id="u1")]}, CONFIG)
+
+    final = asyncio.run(run())
+    assert _contents(repo.show("abandoned/threads/chat/1").messages) == _contents(final["messages"])
+    state = app.get_state(CONFIG)
+    assert state.metadata is not None and state.metadata["statevcs"]["reason"] == "async"
+
+
+_HOSTILE = st.one_of(
+    st.text(max_size=30),
+    st.sampled_from(["HEAD~99999999999", "@{-1}", "HEAD^^^^", "..", "threads/", "@", "HEAD@{3}"]),
+)
+
+
+@settings(
+    max_examples=int(os.environ.get("STATEVCS_HISTORY_TOOLS_EXAMPLES", "30")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(revision=_HOSTILE, text=st.text(max_size=20), name=_HOSTILE, thread=st.text(max_size=20))
+def test_hostile_arguments_give_answers_never_exceptions(
+    repo: statevcs.Repo, revision: str, text: str, name: str, thread: str
+) -> None:
+    saver = StateVCSSaver(repo)
+    history = HistoryTools(saver)
+    if repo.refs.get("refs/heads/threads/chat") is None:
+        app, _ = _app(repo, CommandModel())
+        _ask(history, app, "hello", 0)
+    before = repo.refs.as_hex()
+    config: Any = {"configurable": {"thread_id": thread}}
+    calls = [
+        ("rollback", {"revision": revision, "reason": text}),
+        ("start_branch", {"name": name}),
+        ("checkpoint", {"message": text}),
+        ("diff", {"a": revision, "b": name}),
+        ("list_checkpoints", {"limit": len(name)}),
+    ]
+    for config_used in (CONFIG, config):
+        for tool_name, arguments in calls:
+            tool = next(t for t in history.tools if t.name == tool_name)
+            message = tool.invoke(
+                {"type": "tool_call", "name": tool_name, "args": arguments, "id": "x"},
+                config_used,
+            )
+            assert isinstance(message.content, str) and len(message.content) <= 4000
+    assert repo.refs.as_hex() == before  # nothing is written before a run ends
