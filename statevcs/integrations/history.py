@@ -162,13 +162,14 @@ def relative(revision: object, branch_ref: str) -> str:
     return revision
 
 
-def resolve(repo: Repo, branch_ref: str, revision: object) -> Commit:
-    """The commit ``revision`` names, ``HEAD`` being the tip of ``branch_ref``."""
+def resolve(repo: Repo, branch_ref: str, revision: object, head: str | None = None) -> Commit:
+    """The commit ``revision`` names, ``HEAD`` being ``head`` (default: the tip of
+    ``branch_ref``)."""
     if repo.refs.get(branch_ref) is None:
         raise HistoryToolError(
             f"branch {short_name(branch_ref)!r} has no commits yet: nothing to go back to"
         )
-    rewritten = relative(revision, branch_ref)
+    rewritten = relative(revision, head or branch_ref)
     try:
         return repo.get_commit(rewritten)
     except UnknownRevision as exc:
@@ -188,15 +189,15 @@ def _tags_by_commit(repo: Repo, branch: str) -> dict[str, list[str]]:
     return found
 
 
-def list_text(repo: Repo, branch_ref: str, limit: object) -> str:
-    """The newest ``limit`` commits of the branch, one line each, newest first."""
+def list_text(repo: Repo, branch_ref: str, limit: object, head: str | None = None) -> str:
+    """The newest ``limit`` commits of the branch (from ``head`` if given), newest first."""
     count = check_limit(limit)
     branch = short_name(branch_ref)
     if repo.refs.get(branch_ref) is None:
         return f"branch {branch!r} has no commits yet"
     tags = _tags_by_commit(repo, branch)
     lines = [f"branch {escape(branch)}, newest first (name a commit by HEAD~n or its id):"]
-    for steps, commit in enumerate(repo.log(branch_ref, limit=count)):
+    for steps, commit in enumerate(repo.log(head or branch_ref, limit=count)):
         when = commit.timestamp.strftime("%Y-%m-%d %H:%M:%S")
         names = tags.get(commit.id, [])
         shown = f"  [{', '.join(escape(n) for n in names)}]" if names else ""
@@ -207,10 +208,10 @@ def list_text(repo: Repo, branch_ref: str, limit: object) -> str:
     return "\n".join(lines)
 
 
-def diff_text(repo: Repo, branch_ref: str, a: object, b: object) -> str:
-    """The structural diff of two revisions as plain text (``HEAD``: the branch tip)."""
-    old = resolve(repo, branch_ref, a)
-    new = resolve(repo, branch_ref, b)
+def diff_text(repo: Repo, branch_ref: str, a: object, b: object, head: str | None = None) -> str:
+    """The structural diff of two revisions as plain text (``HEAD``: ``head`` or the tip)."""
+    old = resolve(repo, branch_ref, a, head)
+    new = resolve(repo, branch_ref, b, head)
     return escape_lines(render(repo.diff(old.id, new.id)))
 
 

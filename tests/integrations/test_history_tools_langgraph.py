@@ -296,3 +296,29 @@ def test_hostile_arguments_give_answers_never_exceptions(
             )
             assert isinstance(message.content, str) and len(message.content) <= 4000
     assert repo.refs.as_hex() == before  # nothing is written before a run ends
+
+
+def test_head_waits_for_the_step_checkpoint_and_says_so_when_it_never_comes(
+    repo: statevcs.Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from statevcs.integrations.langgraph import tools
+
+    monkeypatch.setattr(tools, "_WAIT_SECONDS", 0.2)
+    app, history = _app(repo, CommandModel())
+    _ask(history, app, "hello", 0)
+    ask = 'call rollback {"revision": "HEAD~1", "reason": "x"}'
+    before = repo.tags()
+    # durability="exit" stores checkpoints only when the run ends: HEAD cannot be named.
+    final = history.invoke(
+        app, {"messages": [HumanMessage(ask, id="u1")]}, CONFIG, durability="exit"
+    )
+    answer = final["messages"][-2].content
+    assert answer.startswith("error: the checkpoint this step started from is not stored yet")
+    assert repo.tags() == before
+    # "sync" and the default ("async") name it exactly.
+    for index, durability in enumerate(["sync", "async"]):
+        final = history.invoke(
+            app, {"messages": [HumanMessage(ask, id=f"d{index}")]}, CONFIG, durability=durability
+        )
+        assert "scheduled" in final["messages"][-2].content
+    assert sorted(repo.tags()) == ["abandoned/threads/chat/1", "abandoned/threads/chat/2"]

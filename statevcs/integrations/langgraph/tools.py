@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Annotated, Any
 
 from langchain_core.runnables import RunnableConfig
@@ -27,6 +28,9 @@ from .names import ThreadKey
 from .saver import StateVCSSaver
 
 logger = logging.getLogger(__name__)
+
+_WAIT_SECONDS = 5.0
+"""How long a tool waits for LangGraph to store the checkpoint its step started from."""
 
 STATEVCS_KEY = "statevcs"
 """Checkpoint metadata key holding a rollback's or checkpoint's record (who asked, why)."""
@@ -112,11 +116,9 @@ class HistoryTools:
         key = ThreadKey.of(thread, "")
         for request in found.requests:
             if request.kind == "checkpoint":
-                tip = self._tip_commit(key)
-                info = self.repo.get_commit(tip).metadata.get("langgraph", {})
                 self._copy(
                     thread,
-                    info["checkpoint_id"],
+                    self._checkpoint_id(self._tip_commit(key)),
                     {"event": "checkpoint", "label": request.text, **_by(request)},
                 )
                 name = history.next_tag(
@@ -138,11 +140,18 @@ class HistoryTools:
             raise HistoryToolError(f"thread {key.thread_id!r} has no checkpoints")
         return tip.hex()
 
+    def _checkpoint_id(self, commit_id: str) -> str:
+        info = self.repo.get_commit(commit_id).metadata.get("langgraph")
+        found = info.get("checkpoint_id") if isinstance(info, dict) else None
+        if not isinstance(found, str):
+            raise HistoryToolError(f"commit {commit_id[:12]} is not a LangGraph checkpoint")
+        return found
+
     def _rollback(self, thread: str, key: ThreadKey, request: Request) -> None:
         repo = self.repo
         tip = self._tip_commit(key)
         abandoned = history.next_tag(repo, history.ABANDONED_PREFIX, short_name(key.branch))
-        target_id = repo.get_commit(request.target).metadata["langgraph"]["checkpoint_id"]
+        target_id = self._checkpoint_id(request.target)
         # The saver keeps the old line too (a fork's leaf ref); the tag gives it a stable name.
         repo.refs.set(tag_ref(abandoned), from_hex(tip), expected=None, message="rollback")
         try:
@@ -186,9 +195,31 @@ class HistoryTools:
             self._pending.setdefault(thread, Pending()).add(request)
         return history.scheduled(request, "run")
 
-    def _branch(self, config: RunnableConfig) -> tuple[str, str]:
+    def _branch(self, config: RunnableConfig) -> tuple[str, str, str | None]:
+        """The thread, its branch, and ``HEAD``: the commit of the checkpoint the step began at.
+
+        LangGraph may still be storing that checkpoint in the background
+        (``durability="async"``): wait for it briefly rather than read an older tip.
+        """
         thread = _thread_id(config)
-        return thread, ThreadKey.of(thread, "").branch
+        branch = ThreadKey.of(thread, "").branch
+        configurable = config.get("configurable") or {}
+        started = (configurable.get("checkpoint_map") or {}).get("")
+        if not isinstance(started, str):
+            return thread, branch, None  # called outside a graph run: HEAD is the tip
+        deadline = time.monotonic() + _WAIT_SECONDS
+        while True:
+            tip = self.repo.refs.get(branch)
+            if tip is not None:
+                info = self.repo.get_commit(tip.hex()).metadata.get("langgraph")
+                if isinstance(info, dict) and info.get("checkpoint_id") == started:
+                    return thread, branch, tip.hex()
+            if time.monotonic() > deadline:
+                raise HistoryToolError(
+                    "the checkpoint this step started from is not stored yet (is the graph "
+                    "running with durability='exit'?); run it with durability='sync' or 'async'"
+                )
+            time.sleep(0.005)
 
     def _build(self) -> list[BaseTool]:
         chars = self.max_output
@@ -198,16 +229,18 @@ class HistoryTools:
         ) -> str:
             def body() -> str:
                 label = history.check_text(message, "message")
-                thread, _ref = self._branch(config)
+                thread = _thread_id(config)
                 who = _who(thread, "checkpoint", tool_call_id)
                 return self._queue(thread, Request("checkpoint", label, who))
 
             return history.answer(body, chars)
 
         def list_checkpoints(config: RunnableConfig, limit: int = 10) -> str:
-            return history.answer(
-                lambda: history.list_text(self.repo, self._branch(config)[1], limit), chars
-            )
+            def body() -> str:
+                _thread, ref, head = self._branch(config)
+                return history.list_text(self.repo, ref, limit, head)
+
+            return history.answer(body, chars)
 
         def rollback(
             revision: str,
@@ -217,8 +250,8 @@ class HistoryTools:
         ) -> str:
             def body() -> str:
                 why = history.check_text(reason, "reason")
-                thread, ref = self._branch(config)
-                target = history.resolve(self.repo, ref, revision)
+                thread, ref, head = self._branch(config)
+                target = history.resolve(self.repo, ref, revision, head)
                 info = target.metadata.get("langgraph")
                 checkpoint_id = info.get("checkpoint_id") if isinstance(info, dict) else None
                 found = (
@@ -242,7 +275,7 @@ class HistoryTools:
         ) -> str:
             def body() -> str:
                 checked = history.check_branch_name(name)
-                thread, _ref = self._branch(config)
+                thread = _thread_id(config)
                 ThreadKey.of(checked, "")  # refuses names too long to be a thread
                 if self.saver.get_tuple({"configurable": {"thread_id": checked}}) is not None:
                     raise HistoryToolError(f"thread {checked!r} already exists; pick another name")
@@ -252,9 +285,11 @@ class HistoryTools:
             return history.answer(body, chars)
 
         def diff(a: str, b: str, config: RunnableConfig) -> str:
-            return history.answer(
-                lambda: history.diff_text(self.repo, self._branch(config)[1], a, b), chars
-            )
+            def body() -> str:
+                _thread, ref, head = self._branch(config)
+                return history.diff_text(self.repo, ref, a, b, head)
+
+            return history.answer(body, chars)
 
         tools = [
             StructuredTool.from_function(
