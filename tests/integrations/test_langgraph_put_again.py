@@ -6,7 +6,7 @@ into its lead child), its children stay its children (``get_delta_channel_histor
 them), and ``list`` orders by id across namespaces. A random differential test runs puts,
 forks, puts of existing ids (same parent, another parent, itself, identical) and pending
 writes on this saver, ``InMemorySaver`` and ``SqliteSaver`` and compares every answer;
-``STATEVCS_REPUT_EXAMPLES`` sets how many sequences (a few hundred by default).
+``STATEVCS_REPUT_EXAMPLES`` sets how many sequences (200 by default).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from statevcs.integrations.langgraph import store as lg_store
 
 from .langgraph_support import Differential, checkpoint, checkpoint_uuid, config_of, thread
 
-_EXAMPLES = int(os.environ.get("STATEVCS_REPUT_EXAMPLES", "300"))
+_EXAMPLES = int(os.environ.get("STATEVCS_REPUT_EXAMPLES", "200"))
 
 # One step: (operation, a, b). Operations: put a child of checkpoint a (a fork when it is not a
 # leaf; "other_child" through a second handle), a new root in namespace b; put checkpoint a
