@@ -174,3 +174,32 @@ def test_chunking_benchmark_prints_every_row(tmp_path: Path) -> None:
     assert len(throughput) == 2 and all(float(row[3].replace(",", "")) > 0 for row in throughput)
     commits = {row[2]: row for row in rows if row[:2] == ["1", "MB"] and "KB" in row}
     assert set(commits) == {"fastcdc-2020", "gear-1"}
+
+
+def test_the_list_benchmark_prints_its_table_and_leaves_no_files(tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_langgraph_list.py"),
+            "--sizes",
+            "12",
+            "40",
+            "--repeat",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")][1:]
+    assert [row.split("|")[1].strip() for row in rows] == ["12", "40"]
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip(" |").split("|")[1:]]
+        assert len(cells) == 6 and all(re.fullmatch(r"[\d.]+", cell) for cell in cells), row
+    assert list(scratch.iterdir()) == []
+    assert [path.name for path in tmp_path.iterdir()] == ["scratch"]

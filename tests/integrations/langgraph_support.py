@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from typing import Annotated, Any, TypedDict
 
@@ -11,11 +12,15 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMess
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Interrupt, interrupt
+
+from statevcs.integrations.langgraph import StateVCSSaver
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -251,3 +256,131 @@ def tuple_shape(result: Any) -> Any:
         result.parent_config,
         result.pending_writes,
     )
+
+
+Place = tuple[str, str]
+"""A namespace: ``(thread_id, checkpoint_ns)``."""
+
+
+class Differential:
+    """The same direct saver calls on ``StateVCSSaver`` (two handles on one repository),
+    ``InMemorySaver`` and ``SqliteSaver``, and every answer compared.
+
+    Channel values are a function of their version (``values_of``): ``InMemorySaver`` keeps
+    one blob per channel version of a namespace, so a version must mean one value.
+    """
+
+    PLACES: tuple[Place, ...] = (("t", ""), ("t", "sub"), ("u", ""))
+
+    def __init__(self, repo: Any) -> None:
+        self.repo = repo
+        self.ours = StateVCSSaver(repo)
+        self.other = StateVCSSaver(repo)
+        self.memory = InMemorySaver()
+        self.sqlite = SqliteSaver(sqlite3.connect(":memory:", check_same_thread=False))
+        self.parents: dict[Place, dict[str, str | None]] = {p: {} for p in self.PLACES}
+        self.versions: dict[Place, dict[str, int]] = {p: {} for p in self.PLACES}
+        """The version of each checkpoint's channels as last put."""
+        self.n_versions: dict[Place, dict[str, int]] = {p: {} for p in self.PLACES}
+        """The version of each checkpoint's channel ``n`` (kept from its parent, or not)."""
+        self.ids: list[tuple[Place, str]] = []
+
+    @staticmethod
+    def values_of(version: int) -> dict[str, Any]:
+        """The channel values at ``version``."""
+        return {"messages": [f"m{i}" for i in range(version % 7)], "n": version}
+
+    def put(
+        self,
+        place: Place,
+        parent: str | None,
+        checkpoint_id: str,
+        version: int,
+        *,
+        by_other: bool = False,
+        n_version: int | None = None,
+    ) -> None:
+        """Put ``checkpoint_id`` under ``parent`` on every saver (``n_version``: channel
+        ``n``'s older version, left out of ``new_versions`` as LangGraph leaves a channel
+        that did not change)."""
+        values = self.values_of(version)
+        versions = dict.fromkeys(values, version)
+        new_versions = dict(versions)
+        if n_version is not None and n_version != version:
+            versions["n"] = n_version
+            values["n"] = self.values_of(n_version)["n"]
+            del new_versions["n"]
+        stored = {**checkpoint(checkpoint_id, values, version), "channel_versions": versions}
+        metadata = {"source": ("loop", "input")[version % 2], "step": version}
+        config = config_of(*place, parent)
+        ours = self.other if by_other else self.ours
+        for saver in (ours, self.memory, self.sqlite):
+            saver.put(config, stored, metadata, new_versions)
+        self.parents[place][checkpoint_id] = parent
+        self.versions[place][checkpoint_id] = version
+        self.n_versions[place][checkpoint_id] = versions["n"]
+        if (place, checkpoint_id) not in self.ids:
+            self.ids.append((place, checkpoint_id))
+
+    def put_writes(
+        self, place: Place, checkpoint_id: str, writes: list[tuple[str, Any]], task: str
+    ) -> None:
+        """Pending writes of ``task`` for a checkpoint, on every saver."""
+        for saver in (self.ours, self.memory, self.sqlite):
+            saver.put_writes(config_of(*place, checkpoint_id), writes, task)
+
+    def acyclic(self, place: Place, checkpoint_id: str) -> bool:
+        """Whether the parent chain above a checkpoint ends (``InMemorySaver`` walks it)."""
+        seen: set[str] = set()
+        current: str | None = checkpoint_id
+        while current is not None:
+            if current in seen:
+                return False
+            seen.add(current)
+            current = self.parents[place].get(current)
+        return True
+
+    def check(self, saver: Any, *, deep: bool = True) -> None:
+        """Compare ``saver``'s answers with ``InMemorySaver``'s (and list order across
+        namespaces with ``SqliteSaver``'s); ``deep=False``: the lists and the latest only."""
+        memory = self.memory
+        for place in self.PLACES:
+            config = config_of(*place)
+            listed = [tuple_shape(t) for t in saver.list(config)]
+            assert listed == [tuple_shape(t) for t in memory.list(config)]
+            assert tuple_shape(saver.get_tuple(config)) == tuple_shape(memory.get_tuple(config))
+            if not deep:
+                continue
+            ids = [row[1] for row in listed]
+            pages: list[dict[str, Any]] = [{"limit": 1}, {"limit": 2}, {"filter": {"step": 1}}]
+            pages += [{"filter": {"source": "loop"}, "limit": 2}]
+            pages += [{"before": config_of(*place, i), "limit": 2} for i in ids[1::3]]
+            for kwargs in pages:
+                got = [tuple_shape(t) for t in saver.list(config, **kwargs)]
+                assert got == [tuple_shape(t) for t in memory.list(config, **kwargs)], kwargs
+            for checkpoint_id in self.versions[place]:
+                at = config_of(*place, checkpoint_id)
+                assert tuple_shape(saver.get_tuple(at)) == tuple_shape(memory.get_tuple(at))
+                if hasattr(memory, "get_delta_channel_history") and self.acyclic(
+                    place, checkpoint_id
+                ):
+                    channels = ["messages", "n", "__error__"]
+                    assert saver.get_delta_channel_history(
+                        config=at, channels=channels
+                    ) == memory.get_delta_channel_history(config=at, channels=channels), at
+        everything = sorted((cid for _, cid in self.ids), reverse=True)
+        for config in ({"configurable": {"thread_id": "t"}}, None):
+            pages: list[dict[str, Any]] = [{"limit": 3}]
+            if deep:
+                pages += [{}, {"limit": 1}, {"filter": {"source": "input"}, "limit": 2}]
+                pages += [
+                    {"before": {"configurable": {"checkpoint_id": i}}, "limit": 3}
+                    for i in everything[::4]
+                ]
+            for kwargs in pages:
+                got = list(saver.list(config, **kwargs))
+                # Newest first by id across namespaces and threads, as SqliteSaver lists.
+                want = [t.config for t in self.sqlite.list(config, **kwargs)]
+                assert [t.config for t in got] == want, kwargs
+                for t in got:
+                    assert tuple_shape(t) == tuple_shape(memory.get_tuple(t.config))

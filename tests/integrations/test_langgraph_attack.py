@@ -209,7 +209,12 @@ def test_graphs_under_every_durability_read_back_as_in_memory(durability: str) -
                 )
         return rows
 
-    assert run(_memory_saver()) == run(InMemorySaver())
+    ours = run(_memory_saver())
+    # Newest first by id across a thread's namespaces, as SqliteSaver lists them;
+    # InMemorySaver lists one namespace after another.
+    assert ours == run(_sqlite_saver())
+    by_namespace = sorted(ours, key=lambda row: row[0])
+    assert by_namespace == sorted(run(InMemorySaver()), key=lambda row: row[0])
 
 
 def test_many_threads_under_asyncio_gather_read_back_as_in_memory() -> None:

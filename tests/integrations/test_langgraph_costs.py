@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from statistics import mean
+from typing import Any
 
+import pytest
 from langchain_core.messages import HumanMessage
 
 import statevcs
 from statevcs.integrations.langgraph import StateVCSSaver
+from statevcs.integrations.langgraph import saver as lg_saver
+from statevcs.integrations.langgraph import store as lg_store
 from statevcs.objects import CommitObject
 
-from .langgraph_support import chat_graph
+from .langgraph_support import chat_graph, checkpoint, checkpoint_uuid, config_of
 
 
 def _stored(repo: statevcs.Repo) -> tuple[int, int]:
@@ -84,3 +89,83 @@ def test_steps_write_no_reflog_entries_but_a_replaced_checkpoint_is_logged() -> 
     log = repo.reflog(branch)
     assert [entry.old for entry in log] == [before.hex()]
     assert repo.refs.get(branch) != before
+
+
+def _line(saver: StateVCSSaver, thread_id: str, count: int) -> list[str]:
+    """Put ``count`` small checkpoints in a line on ``thread_id``; return their ids."""
+    config: Any = config_of(thread_id)
+    for step in range(count):
+        values = {"step": step}
+        config = saver.put(
+            config, checkpoint(checkpoint_uuid(step), values, step + 1), {"step": step}, values
+        )
+    return [checkpoint_uuid(step) for step in range(count)]
+
+
+def _reads(repo: statevcs.Repo, saver: StateVCSSaver, config: Any, limit: int) -> int:
+    """How many objects ``saver.list`` reads from the store (batches and read-ahead
+    included)."""
+    read = 0
+    store = repo.store
+    get_many, ancestry = store.get_many, store.ancestry
+
+    def counted_get_many(ids: Any) -> Any:
+        nonlocal read
+        found = get_many(ids)
+        read += len(found)
+        return found
+
+    def counted_ancestry(starts: Any, limit: int) -> Any:
+        nonlocal read
+        found = ancestry(starts, limit)
+        read += len(found)
+        return found
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(store, "get_many", counted_get_many)
+        patch.setattr(store, "ancestry", counted_ancestry)
+        assert len(list(saver.list(config, limit=limit))) == limit
+    return read
+
+
+def test_listing_the_newest_checkpoints_reads_as_much_at_any_thread_length(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``list(limit=k)`` reads about k commits, not the thread; a page further down
+    (``before``, as ``get_state_history`` pages) reads as much once the saver has looked the
+    namespace up (its index)."""
+    monkeypatch.setattr(lg_saver, "_SKIPS", 4)  # both threads deep enough to index
+    with statevcs.Repo.init(tmp_path / "repo") as repo:
+        saver = StateVCSSaver(repo)
+        ids = {n: _line(saver, f"t{n}", n) for n in (40, 640)}
+    newest: dict[int, list[int]] = {}
+    for n in ids:
+        with statevcs.Repo.open(tmp_path / "repo") as fresh:
+            saver = StateVCSSaver(fresh)
+            newest[n] = [_reads(fresh, saver, config_of(f"t{n}"), k) for k in (1, 3)]
+    assert newest[40] == newest[640]
+    commits: dict[int, list[int]] = {}
+    real = lg_store.stored
+    for n, line in ids.items():
+        with statevcs.Repo.open(tmp_path / "repo") as repo:
+            saver = StateVCSSaver(repo)
+            list(saver.list(config_of(f"t{n}"), before=config_of(f"t{n}", "", line[n // 2])))
+            loaded = 0
+
+            def counted(*args: Any) -> Any:
+                nonlocal loaded
+                loaded += 1
+                return real(*args)
+
+            monkeypatch.setattr(lg_store, "stored", counted)
+            for position in (n // 4, n // 2 + 3):
+                loaded = 0
+                page = config_of(f"t{n}", "", line[position])
+                got = [
+                    t.checkpoint["id"] for t in saver.list(config_of(f"t{n}"), before=page, limit=5)
+                ]
+                assert got == [line[position - i] for i in range(1, 6)]
+                commits.setdefault(n, []).append(loaded)
+            monkeypatch.setattr(lg_store, "stored", real)
+    assert commits[40] == commits[640]
+    assert max(commits[640]) <= 10  # its five checkpoints and their children

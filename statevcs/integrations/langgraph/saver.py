@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import heapq
 import os
 import threading
 import uuid
@@ -37,14 +38,13 @@ from ...errors import (
 )
 from ...hashing import ObjectId, to_hex
 from ...objects import CommitObject, Doc
-from ...objects import decode as decode_object
 from ...refs import MAX_REF_NAME_LENGTH
 from ...repo import MEMORY_URL, Repo
 from ...serializers import serializer_for
 from ...snapshot import MessageBase, Snapshot, message_ids_from, read_values
 from ...stores.base import RefUpdate
 from ...structures.maps import read_map
-from . import store
+from . import order, rewrite, store
 from .codec import (
     EMPTY_PRINT,
     Fingerprinter,
@@ -78,9 +78,13 @@ _GAVE_UP = (
 _CACHE = 32
 _VIEWS = 32
 _READ_ATTEMPTS = 3
-_WINDOW = 256
-"""Checkpoints whose tail items list() reads in one batch."""
 """How many times get_tuple reads a checkpoint whose objects went missing under it."""
+_WINDOW = 256
+"""The most checkpoints whose snapshots and tail items list() reads in one batch."""
+_SKIPS = 32
+"""Checkpoints at or after ``before`` that list() walks past before it indexes the namespace."""
+_FIRST_WINDOW = 16
+"""The first batch (doubled up to ``_WINDOW``): a caller may want only the newest few."""
 _DERIVED = 4096
 _CHAIN = 16
 _T = TypeVar("_T")
@@ -243,11 +247,11 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         checkpoint or another leaf's history may hold a greater id (the commits' ``max_id``
         says so without a walk).
         """
-        bound = _id_bound(tip)
+        bound = store.id_bound(tip)
         leaves = self.repo.refs.as_dict(key.leaf_prefix)
         heads = store.Heads(tip.commit_id, leaves)
         for commit_id in leaves.values():
-            bound = max(bound, _id_bound(store.load(self.repo.objects, commit_id)))
+            bound = max(bound, store.id_bound(store.load(self.repo.objects, commit_id)))
         if bound == tip.checkpoint_id:
             return None
         found, folders = self._find(key, heads, bound)
@@ -263,18 +267,28 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
     ) -> tuple[store.Stored | None, builtins.list[store.Stored]]:
         """The commit of ``checkpoint_id`` in ``key``'s namespace and the commits folding its
         writes: from the namespace's index while its heads are the ones it was read from."""
-        index = self._indexes.get(key.branch)
-        if index is not None and index.valid_for(heads):
-            self._indexes.move_to_end(key.branch)
+        index = self._index(key, heads)
+        if index is not None:
             self._counts["index hits"] += 1
             return index.find(self.repo, checkpoint_id)
         found, folders, index = store.find_or_index(self.repo, heads, checkpoint_id)
         if index is not None:
-            self._indexes[key.branch] = index
-            self._indexes.move_to_end(key.branch)
-            while len(self._indexes) > _VIEWS:
-                self._indexes.popitem(last=False)
+            self._keep_index(key, index)
         return found, folders
+
+    def _keep_index(self, key: ThreadKey, index: store.Index) -> None:
+        self._indexes[key.branch] = index
+        self._indexes.move_to_end(key.branch)
+        while len(self._indexes) > _VIEWS:
+            self._indexes.popitem(last=False)
+
+    def _index(self, key: ThreadKey, heads: store.Heads) -> store.Index | None:
+        """The saver's index of ``key``'s namespace if it was read from exactly ``heads``."""
+        index = self._indexes.get(key.branch)
+        if index is None or not index.valid_for(heads):
+            return None
+        self._indexes.move_to_end(key.branch)
+        return index
 
     def list(
         self,
@@ -328,47 +342,84 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         wanted_id: str | None,
         limit: int | None,
     ) -> Iterator[CheckpointTuple]:
-        remaining = limit
+        if limit is not None and limit <= 0:
+            return
+        with self._lock:
+            streams = [self._rows(key, thread, before_id, wanted_id) for key, thread in keys]
+        # Each namespace yields newest first; several merge by id, as SqliteSaver orders them.
+        rows: Iterator[_Row] = (
+            iter(streams[0])
+            if len(streams) == 1
+            else heapq.merge(*streams, key=_row_order, reverse=True)
+        )
         memo = store.Decoded()
-        for key, given_thread in keys:
+        remaining = limit
+        size = _FIRST_WINDOW
+        while True:
+            wanted = size if remaining is None else min(size, remaining)
+            batch: builtins.list[_Row] = []
             with self._lock:
-                heads = store.read_heads(self.repo, key)
-                found = sorted(
-                    store.all_commits(self.repo, heads),
-                    key=lambda s: s.checkpoint_id,
-                    reverse=True,
-                )
-                sides = store.side_checkpoint_ids(self.repo, key)
-                folders = store.folders_of(found)
+                for row in rows:
+                    if filter:
+                        meta = store.metadata_of(self.repo, row.found, self.serde)
+                        if not all(meta.get(k) == v for k, v in filter.items()):
+                            continue
+                    batch.append(row)
+                    if len(batch) >= wanted:
+                        break
+                # The next checkpoints' snapshots and tail items in a few reads, not one each.
+                found = [row.found for row in batch]
                 store.preload(self.repo, found)
-            for position, item in enumerate(found):
-                if position % _WINDOW == 0 and wanted_id is None:
-                    # The tails' items of the next checkpoints in one read, not one each.
-                    with self._lock:
-                        memo.prefetch(self.repo, found[position : position + _WINDOW], self.serde)
-                if wanted_id is not None and item.checkpoint_id != wanted_id:
-                    continue
-                if before_id is not None and item.checkpoint_id >= before_id:
-                    continue
-                if filter:
-                    with self._lock:
-                        meta = store.metadata_of(self.repo, item, self.serde)
-                    if not all(meta.get(k) == v for k, v in filter.items()):
-                        continue
-                if remaining is not None:
-                    if remaining <= 0:
-                        return
-                    remaining -= 1
+                memo.prefetch(self.repo, found, self.serde)
+            for row in batch:
                 with self._lock:
                     result, _ = self._tuple(
-                        key,
-                        item,
-                        sides.get(item.checkpoint_id),
-                        memo,
-                        given_thread,
-                        folders=folders.get(item.checkpoint_id, ()),
+                        row.key, row.found, row.side, memo, row.thread, folders=row.folders
                     )
                 yield result
+            if len(batch) < wanted:
+                return
+            if remaining is not None:
+                remaining -= len(batch)
+                if remaining <= 0:
+                    return
+            size = min(size * 2, _WINDOW)
+
+    def _rows(
+        self, key: ThreadKey, thread: Any, before_id: str | None, wanted_id: str | None
+    ) -> Iterator[_Row]:
+        """One namespace's checkpoints for :meth:`list`, newest first (advance it holding the
+        lock): from its index when the saver has one for its heads, else by a walk that reads
+        about one commit per checkpoint yielded."""
+        repo = self.repo
+        heads = store.read_heads(repo, key)
+        sides = store.side_checkpoint_ids(repo, key)
+        if wanted_id is not None:
+            if before_id is None or wanted_id < before_id:
+                found, folders = self._find(key, heads, wanted_id)
+                if found is not None:
+                    yield _Row(key, thread, found, folders, sides.get(wanted_id))
+            return
+        index = self._index(key, heads)
+        if index is None:
+            skipped = 0
+            for found, folders in order.newest_first(repo, heads):
+                if before_id is None or found.checkpoint_id < before_id:
+                    yield _Row(key, thread, found, folders, sides.get(found.checkpoint_id))
+                    continue
+                skipped += 1
+                if skipped == _SKIPS:
+                    # A page deep in the thread (get_state_history's before=): read the
+                    # namespace once into an index; this page and later ones start in O(log n).
+                    index = store.index_of(repo, heads)
+                    self._keep_index(key, index)
+                    break
+            else:
+                return
+        for checkpoint_id in index.newest_first(before_id):
+            found, folders = index.find(repo, checkpoint_id)
+            if found is not None:
+                yield _Row(key, thread, found, folders, sides.get(checkpoint_id))
 
     def _tuple(
         self,
@@ -576,57 +627,75 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         heads = store.read_heads(repo, key)
         head_stored = {c: store.load(repo.objects, c) for c in heads.commits()}
         head_ids = {c: s.checkpoint_id for c, s in head_stored.items()}
-        replaced = [s for s in head_stored.values() if s.checkpoint_id == checkpoint_id]
+        olds = [s for s in head_stored.values() if s.checkpoint_id == checkpoint_id]
         hidden: store.Stored | None = None
-        hidden_folders: builtins.list[store.Stored] = []
-        if not replaced and not _newer_than_all(head_stored.values(), checkpoint_id):
-            # The id may be on an inner commit (a checkpoint with children): replace it there.
-            hidden, hidden_folders = self._find(key, heads, checkpoint_id)
-            if hidden is not None:
-                replaced = [hidden]
+        if not olds and not _newer_than_all(head_stored.values(), checkpoint_id):
+            # The id may be on an inner commit (a checkpoint with children).
+            hidden = self._find(key, heads, checkpoint_id)[0]
         parent = self._find(key, heads, parent_id)[0] if parent_id is not None else None
+        old = olds[0] if olds else hidden
+        base = parent
+        while base is not None and base.checkpoint_id == checkpoint_id:
+            # Put again under itself: a commit cannot be its own parent, so the new one takes
+            # the old one's place (its parent_config still names itself, as given).
+            above = base.commit.parents
+            base = store.load(repo.objects, above[0]) if above else None
+        replacement: rewrite.Replacement | None = None
+        if old is not None and not (
+            len(olds) == 1
+            and old.parent_checkpoint_id == parent_id
+            and old.commit.parents[:1] == _commits_of(base)
+        ):
+            # Not a leaf put again on the same parent: a rewrite moves its descendants onto
+            # the new commit (and every commit onto the checkpoint its parent_config names);
+            # the old parent stays, a head if nothing else is on it.
+            replacement = rewrite.Replacement.prepare(
+                repo, heads, checkpoint_id, base.commit_id if base is not None else None
+            )
+            olds = replacement.olds
+        # Only a child whose parent_config names its parent commit's checkpoint is its lead.
+        leading = base is not None and parent_id == base.checkpoint_id
         note = "langgraph: put"
         own: store.Writes = {}
         fold: store.Writes | None = None
         extra_objects: dict[ObjectId, bytes] = {}
         extra_updates: builtins.list[RefUpdate] = []
         orphans: dict[str, store.Writes] = {}
-        for old in replaced:
-            # Its pending writes, wherever they are: those its lead child carries go with it
-            # (the rewrite leaves that child off the new commit).
-            kept = store.own_writes(repo, old)
-            for child in hidden_folders if old is hidden else ():
-                kept = store.merge_writes(kept, store.folded_writes(repo, child))
-            own = store.merge_writes(own, kept)
-            carried = store.folded_writes(repo, old)
-            if parent is not None and store.leads([old], parent):
-                # Still its parent's lead (on top of the parent's commit): the new one is.
+        for replaced in olds:
+            # Its pending writes stay the checkpoint's: its own, and those a child that does
+            # not move onto the new commit carried (the others still carry theirs).
+            own = store.merge_writes(own, store.own_writes(repo, replaced))
+            carried = store.folded_writes(repo, replaced)
+            if leading and base is not None and store.leads([replaced], base):
+                # Its parent's lead, put again on that parent: the new one is.
                 fold = store.merge_writes(fold or {}, carried)
-            elif carried and old.parent_checkpoint_id is not None:
+            elif carried and replaced.parent_checkpoint_id is not None:
                 # Writes of a checkpoint the old commit no longer leads go back to its side ref.
-                earlier = orphans.get(old.parent_checkpoint_id, {})
-                orphans[old.parent_checkpoint_id] = store.merge_writes(earlier, carried)
-        if parent is not None and parent.commit_id in head_ids:
+                earlier = orphans.get(replaced.parent_checkpoint_id, {})
+                orphans[replaced.parent_checkpoint_id] = store.merge_writes(earlier, carried)
+        if replacement is not None:
+            own = store.merge_writes(own, replacement.cut_folded(repo))
+        if leading and base is not None and base.commit_id in head_ids:
             # The parent is a leaf: this checkpoint is its lead child and takes its pending
             # writes (any going back, then the side ref's) into its own commit (the side ref
             # goes).
-            parent_ref = key.writes_ref(parent.checkpoint_id)
+            parent_ref = key.writes_ref(base.checkpoint_id)
             parent_side = repo.refs.get(parent_ref)
-            fold = store.merge_writes(fold or {}, orphans.pop(parent.checkpoint_id, {}))
+            fold = store.merge_writes(fold or {}, orphans.pop(base.checkpoint_id, {}))
             if parent_side is not None:
                 fold = store.merge_writes(fold, store.side_writes(repo, parent_side))
                 extra_updates.append(RefUpdate(parent_ref, None, parent_side, note, log=False))
         for cid, writes in orphans.items():
-            objects_, update = self._side_update(key, cid, writes, note)
+            objects_, update = self._side_update(key, cid, writes, note, older=True)
             extra_objects.update(objects_)
             extra_updates.append(update)
         built, prints, appended = self._build(
-            key, checkpoint, meta, new_versions, parent, parent_id, own, fold
+            key, checkpoint, meta, new_versions, base, parent_id, own, fold
         )
-        if hidden is None:
-            drop = {s.commit_id for s in replaced}
-            if parent is not None:
-                drop.add(parent.commit_id)
+        if replacement is None:
+            drop = {s.commit_id for s in olds}
+            if base is not None:
+                drop.add(base.commit_id)
             updates = store.head_updates(
                 key,
                 heads,
@@ -634,35 +703,24 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
                 {built.commit_id: checkpoint_id},
                 drop,
                 note,
-                below=() if parent is None else (parent.commit_id,),
+                below=_commits_of(base),
             )
             objects = built.objects
         else:
-            plan = _plan_rewrite(repo, heads, partial(_is_commit, hidden.commit_id))
-            new_id, objects = built.commit_id, dict(built.objects)
-            if parent is not None:
-                moved = plan.image.get(parent.commit_id, parent.commit_id)
-                if moved != parent.commit_id:
-                    new_id, encoded = _reparented(repo, built, moved)
-                    objects.pop(built.commit_id)
-                    objects[new_id] = encoded
-                if moved is not None:
-                    plan.heads.pop(moved, None)
-            objects.update(plan.objects)
-            updates = store.head_updates(
-                key, heads, head_ids, {**plan.heads, new_id: checkpoint_id}, set(head_ids), note
-            )
+            plan = replacement.finish(repo, built)
+            objects = plan.objects
+            updates = store.head_updates(key, heads, head_ids, plan.heads, set(head_ids), note)
         updates.extend(extra_updates)
         if not self._apply(updates, {**objects, **extra_objects}):
             return False
-        self._follow_index(key, heads, updates, built.commit_id if hidden is None else None)
-        if prints is not None and hidden is None:
-            if parent is not None:
+        self._follow_index(key, heads, updates, built.commit_id if replacement is None else None)
+        if prints is not None and replacement is None:
+            if base is not None:
                 # Each print copies its whole lists: keep the thread's latest, not its steps.
-                self._prints.pop(parent.commit_id, None)
+                self._prints.pop(base.commit_id, None)
             self._remember(built.commit_id, prints)
-        if appended is not None and parent is not None and hidden is None:
-            self._derived[built.commit_id] = (parent.commit_id, appended)
+        if appended is not None and base is not None and replacement is None:
+            self._derived[built.commit_id] = (base.commit_id, appended)
             self._derived.move_to_end(built.commit_id)
             while len(self._derived) > _DERIVED:
                 self._derived.popitem(last=False)
@@ -828,7 +886,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             if fold:
                 extras[store.FOLDED] = wrap_writes(fold)
         if parent is not None:
-            bound = _id_bound(parent)
+            bound = store.id_bound(parent)
             if bound > checkpoint["id"]:
                 info["max_id"] = bound
         commit, in_commit = store.checkpoint_commit(
@@ -952,16 +1010,20 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         note: str,
         *,
         side: ObjectId | bool | None = False,
+        older: bool = False,
     ) -> tuple[dict[ObjectId, bytes], RefUpdate]:
         """A side commit holding ``checkpoint_id``'s side writes plus ``new``, and its ref move.
 
-        ``side`` is the side ref's current value when the caller read it already.
+        ``side`` is the side ref's current value when the caller read it already; ``older``
+        says ``new`` was written before the side ref's writes (writes a child carried, going
+        back): then the side ref's special writes replace theirs, not the other way round.
         """
         repo = self.repo
         ref = key.writes_ref(checkpoint_id)
         current = repo.refs.get(ref) if side is False else side
         assert current is None or isinstance(current, bytes)
-        merged = store.merge_writes(store.side_writes(repo, current), new)
+        there = store.side_writes(repo, current)
+        merged = store.merge_writes(new, there) if older else store.merge_writes(there, new)
         snapshot = Snapshot.model_construct(
             kind=store.KIND_WRITES,
             messages=[],
@@ -1115,7 +1177,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         note = "langgraph: rewrite without deleted checkpoints"
         for _attempt in range(_ATTEMPTS):
             heads = store.read_heads(repo, key)
-            plan = _plan_rewrite(repo, heads, dropped)
+            plan = rewrite.without(repo, heads, dropped)
             if not plan.drop:
                 return
             dropped_ids = {plan.commits[c].checkpoint_id for c in plan.drop}
@@ -1139,8 +1201,9 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             for parent_id, writes in sorted(orphans.items()):
                 # Folded writes are older than any on the side ref (which win when replaced).
                 side = repo.refs.get(key.writes_ref(parent_id))
-                writes = store.merge_writes(writes, store.side_writes(repo, side))
-                made, update = self._side_update(key, parent_id, writes, note, side=side)
+                made, update = self._side_update(
+                    key, parent_id, writes, note, side=side, older=True
+                )
                 objects.update(made)
                 side_updates.append(update)
             head_ids = {c: plan.commits[c].checkpoint_id for c in heads.commits()}
@@ -1303,6 +1366,22 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         return f"StateVCSSaver({self.repo!r})"
 
 
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A checkpoint :meth:`StateVCSSaver.list` yields, with what its tuple needs."""
+
+    key: ThreadKey
+    thread: Any
+    """The thread id as the caller spelled it."""
+    found: store.Stored
+    folders: builtins.list[store.Stored]
+    side: ObjectId | None
+
+
+def _row_order(row: _Row) -> str:
+    return row.found.checkpoint_id
+
+
 @dataclass
 class _View:
     """A thread's list items as last decoded from storage (private: only copies go out)."""
@@ -1334,62 +1413,9 @@ class _LazyItems(Sequence[Any]):
         return self._get()[index]
 
 
-@dataclass
-class _Plan:
-    """A namespace rewritten without some commits (objects not written yet)."""
-
-    commits: dict[ObjectId, store.Stored]
-    drop: set[ObjectId]
-    image: dict[ObjectId, ObjectId | None]
-    """Old commit -> its rewrite (``None``: dropped, with nothing kept below)."""
-    objects: dict[ObjectId, bytes]
-    heads: dict[ObjectId, str]
-    """The new heads -> their checkpoint ids."""
-
-
-def _plan_rewrite(repo: Repo, heads: store.Heads, dropped: Callable[[store.Stored], bool]) -> _Plan:
-    """Plan the rewrite of a namespace without the checkpoints ``dropped`` selects."""
-    commits = {s.commit_id: s for s in store.all_commits(repo, heads)}
-    drop = {c for c, s in commits.items() if dropped(s)}
-    if not drop:
-        return _Plan(commits, drop, {}, {}, {})
-    image, objects = _rewritten(repo, commits, drop)
-    new_heads: dict[ObjectId, str] = {}
-    for commit_id, found in commits.items():
-        mapped = image.get(commit_id)
-        if mapped is not None:
-            new_heads[mapped] = found.checkpoint_id
-    for c in commits:
-        if c in drop:
-            continue
-        for p in commits[c].commit.parents:
-            below = image.get(p)
-            if below is not None:
-                new_heads.pop(below, None)
-    return _Plan(commits, drop, image, objects, new_heads)
-
-
-def _reparented(repo: Repo, built: store.Built, parent: ObjectId | None) -> tuple[ObjectId, bytes]:
-    """A built commit moved onto ``parent`` (same snapshot)."""
-    commit = decode_object(built.commit_id, built.objects[built.commit_id], check_hash=False)
-    assert isinstance(commit, CommitObject)
-    moved = CommitObject(
-        snapshot=commit.snapshot,
-        parents=(parent,) if parent is not None else (),
-        author=commit.author,
-        timestamp_us=commit.timestamp_us,
-        message=commit.message,
-        metadata=commit.metadata,
-    )
-    return repo.objects.encode_commit(moved)
-
-
-def _id_bound(found: store.Stored) -> str:
-    """An upper bound of the checkpoint ids in ``found``'s history (itself included)."""
-    bound = found.info.get("max_id")
-    if isinstance(bound, str) and bound > found.checkpoint_id:
-        return bound
-    return found.checkpoint_id
+def _commits_of(found: store.Stored | None) -> tuple[ObjectId, ...]:
+    """The parents a commit on ``found`` has."""
+    return () if found is None else (found.commit_id,)
 
 
 def _newer_than_all(heads: Iterable[store.Stored], checkpoint_id: str) -> bool:
@@ -1398,56 +1424,7 @@ def _newer_than_all(heads: Iterable[store.Stored], checkpoint_id: str) -> bool:
     LangGraph's ids are time-ordered, so a new checkpoint's id almost always is: then no
     history walk is needed to learn that the id is new.
     """
-    return all(checkpoint_id > _id_bound(found) for found in heads)
-
-
-def _rewritten(
-    repo: Repo, commits: Mapping[ObjectId, store.Stored], drop: set[ObjectId]
-) -> tuple[dict[ObjectId, ObjectId | None], dict[ObjectId, bytes]]:
-    """Map each commit to its rewrite without ``drop`` (``None``: dropped, nothing below).
-
-    A kept commit whose parent was dropped gets the nearest kept ancestor as parent: a new
-    commit sharing its snapshot. Returns the map and the new commits' encodings.
-    """
-    image: dict[ObjectId, ObjectId | None] = {}
-    objects: dict[ObjectId, bytes] = {}
-    for commit_id in commits:
-        # Iterative: a thread's history is longer than Python's recursion limit.
-        chain: list[ObjectId] = []
-        current: ObjectId | None = commit_id
-        while current is not None and current not in image:
-            chain.append(current)
-            found = commits.get(current)
-            parents = found.commit.parents if found is not None else ()
-            current = parents[0] if parents else None
-        below = image.get(current) if current is not None else None
-        for item in reversed(chain):
-            found = commits.get(item)
-            if found is None or item in drop:
-                image[item] = below if found is not None else item
-                below = image[item]
-                continue
-            parents = (below,) if below is not None else ()
-            if parents == found.commit.parents:
-                image[item] = item
-            else:
-                rewritten = CommitObject(
-                    snapshot=found.commit.snapshot,
-                    parents=parents,
-                    author=found.commit.author,
-                    timestamp_us=found.commit.timestamp_us,
-                    message=found.commit.message,
-                    metadata=found.commit.metadata,
-                )
-                new_id, encoded = repo.objects.encode_commit(rewritten)
-                objects[new_id] = encoded
-                image[item] = new_id
-            below = image[item]
-    return image, objects
-
-
-def _is_commit(commit_id: ObjectId, found: store.Stored) -> bool:
-    return found.commit_id == commit_id
+    return all(checkpoint_id > store.id_bound(found) for found in heads)
 
 
 def _not_checkpoint(checkpoint_id: str, found: store.Stored) -> bool:

@@ -23,6 +23,7 @@ Nothing here writes: functions return objects and ref updates for one atomic ``r
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, insort
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -591,7 +592,7 @@ def folders_of(found: Iterable[Stored]) -> dict[str, list[Stored]]:
     return result
 
 
-def _folding(children: Iterable[Stored], parent: Stored) -> list[Stored]:
+def folding(children: Iterable[Stored], parent: Stored) -> list[Stored]:
     """The commits among ``children`` that carry ``parent``'s folded writes."""
     return [c for c in leads(children, parent) if c.info.get(FOLDED) == 1]
 
@@ -616,9 +617,22 @@ class Index:
     children: dict[str, list[ObjectId]] = field(default_factory=dict)
     """Checkpoint id -> the commits whose parent checkpoint it is."""
 
+    _order: list[str] | None = None
+    """The checkpoint ids, sorted once ``list`` asks (then kept sorted)."""
+
     def add(self, found: Stored) -> None:
         """Record one more commit of the namespace (in :func:`find_or_index`'s order)."""
-        self.commits.setdefault(found.checkpoint_id, found.commit_id)
+        if found.checkpoint_id not in self.commits:
+            self.commits[found.checkpoint_id] = found.commit_id
+            order = self._order
+            if order is not None:
+                if not order or found.checkpoint_id > order[-1]:
+                    order.append(found.checkpoint_id)  # ids are time-ordered: the usual case
+                else:
+                    # A new list, so a list() call reading the old one sees its positions stay.
+                    order = order.copy()
+                    insort(order, found.checkpoint_id)
+                    self._order = order
         parent = found.info.get("parent_checkpoint_id")
         if type(parent) is str:
             self.children.setdefault(parent, []).append(found.commit_id)
@@ -627,6 +641,18 @@ class Index:
         """Whether ``heads`` are the heads this index was read from."""
         return heads.tip == self.heads.tip and heads.leaves == self.heads.leaves
 
+    def newest_first(self, before: str | None = None) -> Iterator[str]:
+        """The ids below ``before`` (all if ``None``), greatest first: O(log n) to the first.
+
+        Later additions (the saver's own puts) do not show: they append past the ids read
+        or replace the list.
+        """
+        if self._order is None:
+            self._order = sorted(self.commits)
+        order = self._order
+        end = len(order) if before is None else bisect_left(order, before)
+        return (order[position] for position in range(end - 1, -1, -1))
+
     def find(self, repo: Repo, checkpoint_id: str) -> tuple[Stored | None, list[Stored]]:
         """:func:`find_or_index`'s checkpoint and folding commits, from the index."""
         commit_id = self.commits.get(checkpoint_id)
@@ -634,7 +660,7 @@ class Index:
             return None, []
         children = [load(repo.objects, c) for c in self.children.get(checkpoint_id, ())]
         found = load(repo.objects, commit_id)
-        return found, _folding(children, found)
+        return found, folding(children, found)
 
 
 def find_or_index(
@@ -671,15 +697,40 @@ def find_or_index(
         if target is not None and leads(seen, target):
             break
     else:
-        return target, _folding(seen, target) if target is not None else [], index
+        return target, folding(seen, target) if target is not None else [], index
     assert target is not None
-    folders = _folding(seen, target)
+    folders = folding(seen, target)
     if walked < INDEX_AFTER:
         return target, folders, None
     for candidate in commits:
         if candidate.commit_id not in head_ids:
             index.add(candidate)
     return target, folders, index
+
+
+def index_of(repo: Repo, heads: Heads) -> Index:
+    """An :class:`Index` of every checkpoint of a namespace (met as :func:`find_or_index`
+    meets them: heads first)."""
+    index = Index(heads)
+    head_ids = heads.commits()
+    for head in head_ids:
+        index.add(load(repo.objects, head))
+    for candidate in all_commits(repo, heads):
+        if candidate.commit_id not in head_ids:
+            index.add(candidate)
+    return index
+
+
+def id_bound(found: Stored) -> str:
+    """An upper bound of the checkpoint ids in ``found``'s history (itself included).
+
+    A commit whose history holds a greater id than its own (a writer's clock was behind)
+    records it as ``max_id``; LangGraph's ids are time-ordered, so most commits do not.
+    """
+    bound = found.info.get("max_id")
+    if isinstance(bound, str) and bound > found.checkpoint_id:
+        return bound
+    return found.checkpoint_id
 
 
 def writes_of(
@@ -976,6 +1027,8 @@ __all__ = [
     "encode_commit",
     "head_updates",
     "heads_after",
+    "id_bound",
+    "index_of",
     "load",
     "merge_writes",
     "metadata_of",
@@ -984,6 +1037,7 @@ __all__ = [
     "Index",
     "INDEX_AFTER",
     "folders_of",
+    "folding",
     "is_lead",
     "leads",
     "checkpoint_us",
