@@ -51,7 +51,7 @@ def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, str(SCRIPT), *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         env=env,
         cwd=tmp_path,
     )
@@ -144,7 +144,7 @@ def test_the_lookup_benchmark_prints_its_table_and_leaves_no_files(tmp_path: Pat
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         env={**os.environ, "TMPDIR": str(scratch)},
         cwd=tmp_path,
     )
@@ -191,7 +191,7 @@ def test_the_list_benchmark_prints_its_table_and_leaves_no_files(tmp_path: Path)
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         env={**os.environ, "TMPDIR": str(scratch)},
         cwd=tmp_path,
     )
