@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -191,7 +192,10 @@ def compile_pattern(pattern: str, *, regex: bool, ignore_case: bool) -> re.Patte
     if not regex:
         return re.compile(re.escape(pattern), flags)
     try:
-        parsed = _parser.parse(pattern, flags)
+        with warnings.catch_warnings():
+            # "Possible nested set" and friends: about patterns re may read differently one day.
+            warnings.simplefilter("ignore", FutureWarning)
+            parsed = _parser.parse(pattern, flags)
     except (re.error, RecursionError, OverflowError, ValueError) as exc:
         raise InvalidPattern(
             f"{pattern!r} is not a valid regular expression ({exc}); search for plain text "
@@ -204,7 +208,9 @@ def compile_pattern(pattern: str, *, regex: bool, ignore_case: bool) -> re.Patte
             "messages; rewrite it without nesting (e.g. a+ for (a+)+), or search for plain text"
         )
     try:
-        return re.compile(pattern, flags)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            return re.compile(pattern, flags)
     except (re.error, RecursionError, OverflowError, ValueError) as exc:
         raise InvalidPattern(f"{pattern!r} is not a valid regular expression ({exc})") from None
 
