@@ -58,12 +58,12 @@ def compare_command(a: str, b: str, with_messages: bool, as_json: bool) -> None:
         table.add_column(column, overflow="fold")
     table.add_column("state", justify="right")
     for turn in result.turns:
-        either = turn.a or turn.b
-        prompt = either.text if either is not None else ""
+        prompts = dict.fromkeys(" ".join(t.text.split())[:40] for t in (turn.a, turn.b) if t)
+        prompt = " ≠ ".join(prompts)  # both when the runs were asked different things
         table.add_row(
             text(str(turn.index)),
             text((turn.status, _STATUS_STYLES[turn.status])),
-            text(" ".join(prompt.split())[:40]),
+            text(prompt),
             text(_reply(turn.a)),
             text(_reply(turn.b)),
             text(", ".join(turn.tools_only_a)),
