@@ -163,7 +163,7 @@ def test_a_bad_range_or_branch_leaves_nothing_behind(sqlite_repo: statevcs.Repo)
         replay(repo, driver, "side..main", branch="bad")
     with pytest.raises(UnknownRevision):
         replay(repo, driver, "nothing..main", branch="bad")
-    with pytest.raises(UnknownRevision, match="A..B"):
+    with pytest.raises(UnknownRevision, match=r"A\.\.B"):
         replay(repo, driver, "main..", branch="bad")
     with pytest.raises(RefExists):
         replay(repo, driver, "main", branch="side")
@@ -212,8 +212,10 @@ def test_ten_forks_of_a_1000_message_conversation_add_under_5_percent(
             # As Strands writes them (with a tracking id, which it adds to any message without).
             question = {"text": f"Question {i}?"}
             answer = {"text": f"{i}: {FILLER}"}
-            agent.messages.append({"role": "user", "content": [question], "tracking_id": f"u{i}"})
-            agent.messages.append({"role": "assistant", "content": [answer], "tracking_id": f"a{i}"})
+            agent.messages += [
+                {"role": "user", "content": [question], "tracking_id": f"u{i}"},
+                {"role": "assistant", "content": [answer], "tracking_id": f"a{i}"},
+            ]
         commits.append(repo.commit(agent, f"turns {chunk * 5 + 1}-{chunk * 5 + 5}").id)
     assert len(repo.show("main").messages) == 1000
     before = repo.stats()
