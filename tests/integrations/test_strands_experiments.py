@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from strands.types import content
 from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
 from strands.types.content import Messages
@@ -55,6 +57,14 @@ def run(repo: statevcs.Repo, agent: Agent, count: int, start: int = 0) -> list[s
         for i in range(start, start + count)
         if agent(f"Question {i + 1}: what next in Lisbon?") is not None
     ]
+
+
+@pytest.fixture
+def stable_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deterministic message tracking ids (Strands draws a uuid4 per message): the cost tests
+    then measure the same trees on every run."""
+    numbers = itertools.count()
+    monkeypatch.setattr(content, "_generate_tracking_id", lambda: f"message-{next(numbers)}")
 
 
 @pytest.fixture
@@ -202,7 +212,7 @@ def test_compare_shows_where_two_runs_diverged(sqlite_repo: statevcs.Repo) -> No
 
 
 def test_ten_forks_of_a_1000_message_conversation_add_under_5_percent(
-    sqlite_repo: statevcs.Repo,
+    sqlite_repo: statevcs.Repo, stable_ids: None
 ) -> None:
     repo = sqlite_repo
     agent = factory("base", "base")()
@@ -229,11 +239,12 @@ def test_ten_forks_of_a_1000_message_conversation_add_under_5_percent(
         repo.commit(forked.agent, f"fork {n}")
     after = repo.stats()
     added = after.bytes_stored - before.bytes_stored
+    print(f"ten forks added {added} bytes to {before.bytes_stored}")
     assert added < 0.05 * before.bytes_stored, (added, before.bytes_stored)
 
 
 def test_replaying_50_turns_costs_no_more_per_turn_than_the_original(
-    sqlite_repo: statevcs.Repo,
+    sqlite_repo: statevcs.Repo, stable_ids: None
 ) -> None:
     repo = sqlite_repo
     agent = factory("base", "base")()
@@ -251,7 +262,9 @@ def test_replaying_50_turns_costs_no_more_per_turn_than_the_original(
     # The same objects per turn as the original (new messages, the tree's right edge, a
     # snapshot, a commit), plus once the tree path where the two conversations part (<= 4
     # nodes at 120 messages).
+    print(f"objects per turn: original {per_turn_objects:.2f}, replay {objects / 50:.2f}")
     assert objects <= 50 * per_turn_objects + 4, (objects / 50, per_turn_objects)
     # Each replayed commit also names its source commit and what changed.
     metadata = len(str(repo.get_commit("replay").metadata))
+    print(f"bytes per turn: original {per_turn_bytes:.0f}, replay {spent / 50:.0f}")
     assert spent <= 50 * (per_turn_bytes + metadata) + 4 * 1024, (spent / 50, per_turn_bytes)
