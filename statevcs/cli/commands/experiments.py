@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import click
-from rich import box
-from rich.table import Table
 
 from ...experiments import Turn, compare
 from ..context import REV_EPILOG, current_state, json_option
@@ -14,11 +12,15 @@ from ..revisions import resolve
 _STATUS_STYLES = {"same": "dim", "diverged": "bold yellow", "only_a": "red", "only_b": "green"}
 
 
-def _reply(turn: Turn | None) -> str:
-    """The turn's last message, as one short line."""
+def _reply(turn: Turn | None, width: int) -> str:
+    """The turn's last message, as one line of at most ``width`` characters."""
     if turn is None:
-        return "—"
-    return preview(turn.messages[-1], 40) if len(turn.messages) > 1 else "(no reply)"
+        return "(no such turn)"
+    return preview(turn.messages[-1], width) if len(turn.messages) > 1 else "(no reply)"
+
+
+def _cut(line: str, width: int) -> str:
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 @click.command(epilog=REV_EPILOG)
@@ -53,24 +55,30 @@ def compare_command(a: str, b: str, with_messages: bool, as_json: bool) -> None:
         else "no turn differs"
     )
     out.print(text(summary))
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
-    for column in ("turn", "status", "prompt", "A replied", "B replied", "only A", "only B"):
-        table.add_column(column, overflow="fold")
-    table.add_column("state", justify="right")
+    width = max(40, out.width - 12)
     for turn in result.turns:
-        prompts = dict.fromkeys(" ".join(t.text.split())[:40] for t in (turn.a, turn.b) if t)
-        prompt = " ≠ ".join(prompts)  # both when the runs were asked different things
-        table.add_row(
-            text(str(turn.index)),
-            text((turn.status, _STATUS_STYLES[turn.status])),
-            text(prompt),
-            text(_reply(turn.a)),
-            text(_reply(turn.b)),
-            text(", ".join(turn.tools_only_a)),
-            text(", ".join(turn.tools_only_b)),
-            text(f"~{len(turn.state)}" if turn.state else ""),
+        prompts = dict.fromkeys(" ".join(t.text.split()) for t in (turn.a, turn.b) if t)
+        line = text(
+            (f"{turn.index:>4}  ", "bold"), (f"{turn.status:<10}", _STATUS_STYLES[turn.status])
         )
-    out.print(table)
+        # Both prompts when the runs were asked different things.
+        line.append_text(text(_cut(" ≠ ".join(prompts), width - 4)))
+        out.print(line)
+        if turn.status == "same":
+            continue
+        out.print(text(("      A: ", "red"), _reply(turn.a, width)))
+        out.print(text(("      B: ", "green"), _reply(turn.b, width)))
+        notes = [
+            f"tools only in {side}: {', '.join(names)}"
+            for side, names in (("A", turn.tools_only_a), ("B", turn.tools_only_b))
+            if names
+        ]
+        if turn.state:
+            notes.append("state differs: " + ", ".join(c.key for c in turn.state))
+        if turn.extras:
+            notes.append("extras differ: " + ", ".join(c.key for c in turn.extras))
+        if notes:
+            out.print(text(("      " + "; ".join(notes), "dim")))
 
 
 @click.command(epilog=REV_EPILOG)
