@@ -3,16 +3,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_cli import invoke
 
 import statevcs
+from statevcs.errors import StateVCSError
 from statevcs.experiments import compare, parse_range, turns
 from statevcs.transcript import is_prompt, text_of, tool_uses
+
+EXAMPLES = int(os.environ.get("STATEVCS_HYPOTHESIS_EXAMPLES", "40"))
 
 
 def user(text: str) -> dict[str, Any]:
@@ -134,3 +141,27 @@ def test_statevcs_search_lists_each_match_once(runs: Path) -> None:
     refused = invoke("-C", runs, "search", "-E", "(a+)+", code=1).stderr
     assert "exponential" in refused
     assert invoke("-C", runs, "search", "x", "main", "--all", code=2).stderr
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    a=st.one_of(st.text(max_size=12), st.sampled_from(["main", "other~1", "main..other", "HEAD"])),
+    b=st.one_of(st.text(max_size=12), st.integers(), st.none(), st.sampled_from(["other", "@"])),
+)
+def test_hostile_revisions_give_documented_errors_and_change_nothing(
+    runs: Path, a: str, b: Any
+) -> None:
+    with statevcs.Repo.open(runs) as repo:
+        before = (repo.branches(), repo.stats().objects)
+        for call in (
+            lambda: compare(repo, a, b),
+            lambda: turns(repo, a),
+            lambda: repo.search(a or "x", rev=b),
+        ):
+            with contextlib.suppress(StateVCSError, TypeError):
+                call()
+        assert (repo.branches(), repo.stats().objects) == before
