@@ -9,7 +9,8 @@ The Strands and LangGraph integrations ship one each
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -160,7 +161,8 @@ def fork(repo: Repo, driver: Driver[AgentT], rev: str, *, branch: str) -> Fork[A
     target = _new_branch(repo, driver, branch)
     commit = repo.resolve(rev)
     repo.branch(target, commit)
-    agent = driver.restore(repo, target, keep_settings=False)
+    with _removed_on_failure(repo, target):
+        agent = driver.restore(repo, target, keep_settings=False)
     return Fork(agent, short_name(target), commit)
 
 
@@ -180,6 +182,8 @@ def replay(
     committed with metadata ``{"replay": {"source": <source turn's commit>, "turn": k,
     "changes": {...}}}``; ``changes`` describes what differs (merged over what the driver
     detects: settings the base commit records that the new agent does not share).
+    Nothing is created when the range, the branch name or the agent's setup is refused; a
+    turn that fails (the model raises) leaves the turns committed before it on the branch.
     """
     _check_driver(driver)
     since_rev, tip_rev = parse_range(revisions)
@@ -193,10 +197,10 @@ def replay(
     source_turns = driver.user_turns(repo, revisions)
     if base is not None:
         repo.branch(target, base)
-    agent = driver.restore(repo, target, keep_settings=True)
-    described = canonical_metadata({"changes": {**_detected(repo, driver, agent, base), **given}})[
-        "changes"
-    ]
+    with _removed_on_failure(repo, target):
+        agent = driver.restore(repo, target, keep_settings=True)
+        detected = _detected(repo, driver, agent, base)
+        described = canonical_metadata({"changes": {**detected, **given}})["changes"]
     replayed = []
     for turn in source_turns:
         info = {"source": turn.commit, "source_tip": tip, "turn": turn.index, "changes": described}
@@ -206,6 +210,17 @@ def replay(
         commit = driver.commit(repo, agent, target, f"replay turn {turn.index}: {first}", metadata)
         replayed.append(ReplayedTurn(turn.index, turn.text, turn.commit, commit.id))
     return ReplayResult(tip_rev, tip, short_name(target), base, described, tuple(replayed), agent)
+
+
+@contextmanager
+def _removed_on_failure(repo: Repo, branch: str) -> Iterator[None]:
+    """Delete the experiment's new branch if the agent cannot be set up on it."""
+    try:
+        yield
+    except BaseException:
+        if branch in repo.branches():
+            repo.delete_branch(branch)
+        raise
 
 
 def _detected(

@@ -7,13 +7,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from strands.types import content
 from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
+from strands.types import content
 from strands.types.content import Messages
 
 import statevcs
-from statevcs.errors import RefExists, UnknownRevision
+from statevcs.errors import RefExists, UnknownRevision, UnsupportedObject
 from statevcs.experiments import (
     REPLAY_KEY,
     Driver,
@@ -186,6 +186,13 @@ def test_a_bad_range_or_branch_leaves_nothing_behind(sqlite_repo: statevcs.Repo)
     with pytest.raises(TypeError, match="changes"):
         replay(repo, driver, "main", branch="bad", changes=["x"])  # type: ignore[arg-type]
     assert repo.branches() == refs
+    # A commit the agent cannot be restored from: the new branch goes again.
+    repo.commit(statevcs.Snapshot(kind="other.framework"), "foreign", branch="foreign")
+    with pytest.raises(UnsupportedObject):
+        fork(repo, driver, "foreign", branch="bad")
+    with pytest.raises(UnsupportedObject):
+        replay(repo, driver, "foreign..foreign", branch="bad")
+    assert "bad" not in repo.branches()
 
 
 def test_compare_shows_where_two_runs_diverged(sqlite_repo: statevcs.Repo) -> None:
