@@ -98,12 +98,15 @@ def _chain(repo: Repo, tip: ObjectId, since: ObjectId | None) -> list[tuple[str,
     return found
 
 
-def _ending(chain: list[tuple[str, int]], start: int, end: int) -> str | None:
+def _ending(
+    chain: list[tuple[str, int]], oldest: dict[int, str], start: int, end: int
+) -> str | None:
     """The oldest commit holding the whole turn, else the newest holding part of it."""
+    found = oldest.get(end)
+    if found is not None:
+        return found
     partial = None
-    for commit_id, length in chain:
-        if length == end:
-            return commit_id
+    for commit_id, length in chain:  # rare: only when a conversation manager trimmed the turn
         if start < length < end:
             partial = commit_id
     return partial
@@ -146,12 +149,15 @@ def turns_between(repo: Repo, since: ObjectId | None, tip: ObjectId) -> list[Tur
     ids = stored_messages(db, tip_snapshot).ids(db)
     messages = db.load_docs(ids)
     starts = [i for i, message in enumerate(messages) if is_prompt(message)]
+    oldest: dict[int, str] = {}
+    for commit_id, length in chain:
+        oldest.setdefault(length, commit_id)
     found = []
     for number, start in enumerate(starts, 1):
         if start < base:
             continue
         end = starts[number] if number < len(starts) else len(messages)
-        ending = _ending(chain, start, end)
+        ending = _ending(chain, oldest, start, end)
         body = messages[start:end]
         found.append(
             Turn(

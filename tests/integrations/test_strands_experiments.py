@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from strands import Agent
 from strands.agent.conversation_manager import NullConversationManager
+from strands.event_loop import streaming
 from strands.types import content
 from strands.types.content import Messages
 
@@ -61,10 +62,12 @@ def run(repo: statevcs.Repo, agent: Agent, count: int, start: int = 0) -> list[s
 
 @pytest.fixture
 def stable_ids(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Deterministic message tracking ids (Strands draws a uuid4 per message): the cost tests
-    then measure the same trees on every run."""
+    """Deterministic messages, so the cost tests measure the same trees on every run: Strands
+    draws a uuid4 tracking id per message and records the model's time to first byte."""
     numbers = itertools.count()
     monkeypatch.setattr(content, "_generate_tracking_id", lambda: f"message-{next(numbers)}")
+    usage_of = streaming.extract_usage_metrics
+    monkeypatch.setattr(streaming, "extract_usage_metrics", lambda event, *_, **__: usage_of(event))
 
 
 @pytest.fixture
