@@ -14,9 +14,9 @@ docs/experiments.md.
 
 from __future__ import annotations
 
-from .compare import Comparison, TurnComparison, TurnStatus, compare
+from .comparison import Comparison, TurnComparison, TurnStatus, compare
 from .runs import REPLAY_KEY, Driver, Fork, ReplayedTurn, ReplayResult, fork, replay
-from .turns import NotInHistory, Turn, parse_range, turn_commit, turns, turns_between
+from .timeline import NotInHistory, Turn, parse_range, turn_commit, turns, turns_between
 
 __all__ = [
     "REPLAY_KEY",

@@ -18,7 +18,7 @@ from ..commitfields import canonical_metadata
 from ..errors import RefExists
 from ..plain import to_plain
 from ..refs import short_name
-from .turns import Turn, parse_range
+from .timeline import Turn, parse_range
 
 if TYPE_CHECKING:
     from ..repo import Commit, Repo

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..diff import MessageChange, MessagesDiff, ValueChange, diff_fields, diff_message_ids
 from ..hashing import from_hex
 from ..plain import to_plain
-from .turns import Turn, turns_between
+from .timeline import Turn, turns_between
 
 if TYPE_CHECKING:
     from ..repo import Repo
