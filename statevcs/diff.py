@@ -179,8 +179,11 @@ def _map_changes(
     return tuple(changes)
 
 
-def _diff_message_ids(db: ObjectDB, old: SnapshotObject, new: SnapshotObject) -> prolly.ListDiff:
-    """Positional diff of two conversations (prolly tree + inline tail each)."""
+def diff_message_ids(db: ObjectDB, old: SnapshotObject, new: SnapshotObject) -> prolly.ListDiff:
+    """Positional diff of two conversations (prolly tree + inline tail each), as message ids.
+
+    Equal, aligned subtrees are skipped: the cost follows the difference, not the length.
+    """
     old_tree = prolly.length(db, old.messages)
     new_tree = prolly.length(db, new.messages)
     changes: list[prolly.ItemChange] = []
@@ -202,6 +205,36 @@ def _diff_message_ids(db: ObjectDB, old: SnapshotObject, new: SnapshotObject) ->
     return prolly.ListDiff(first, old_length, new_length, tuple(changes), visited)
 
 
+def diff_fields(
+    db: ObjectDB, old: SnapshotObject, new: SnapshotObject, serializer: StateSerializer
+) -> tuple[tuple[ValueChange, ...], tuple[ValueChange, ...]]:
+    """Compare the state and extras of two snapshot objects, key by key (messages left out).
+
+    Equal maps cost nothing to compare; only the values of differing keys are decoded.
+    """
+    if old.state == new.state:
+        state: tuple[ValueChange, ...] = ()
+    else:
+        old_codec = serializer_for(old.state_codec, serializer)
+        new_codec = serializer_for(new.state_codec, serializer)
+        state = _map_changes(
+            read_map(db, old.state),
+            read_map(db, new.state),
+            lambda entries: read_values(db, entries, old_codec),
+            lambda entries: read_values(db, entries, new_codec),
+        )
+    if old.extras == new.extras:
+        extras: tuple[ValueChange, ...] = ()
+    else:
+        extras = _map_changes(
+            read_map(db, old.extras),
+            read_map(db, new.extras),
+            lambda entries: read_values(db, entries, None),
+            lambda entries: read_values(db, entries, None),
+        )
+    return state, extras
+
+
 def diff_snapshots(
     db: ObjectDB,
     old_id: ObjectId,
@@ -214,7 +247,7 @@ def diff_snapshots(
     """Compare two stored snapshots structurally."""
     old = load_snapshot_object(db, old_id)
     new = load_snapshot_object(db, new_id)
-    list_diff = _diff_message_ids(db, old, new)
+    list_diff = diff_message_ids(db, old, new)
     wanted = {i for c in list_diff.changes for i in (c.old, c.new) if i is not None}
     docs = db.load_values(wanted)
 
@@ -231,20 +264,7 @@ def diff_snapshots(
     messages = MessagesDiff(
         list_diff.common_prefix, list_diff.old_length, list_diff.new_length, tuple(changes)
     )
-    old_codec = serializer_for(old.state_codec, serializer)
-    new_codec = serializer_for(new.state_codec, serializer)
-    state = _map_changes(
-        read_map(db, old.state),
-        read_map(db, new.state),
-        lambda entries: read_values(db, entries, old_codec),
-        lambda entries: read_values(db, entries, new_codec),
-    )
-    extras = _map_changes(
-        read_map(db, old.extras),
-        read_map(db, new.extras),
-        lambda entries: read_values(db, entries, None),
-        lambda entries: read_values(db, entries, None),
-    )
+    state, extras = diff_fields(db, old, new, serializer)
     return SnapshotDiff(
         old_label or old_id.hex(),
         new_label or new_id.hex(),
@@ -262,6 +282,8 @@ __all__ = [
     "MessagesDiff",
     "SnapshotDiff",
     "ValueChange",
+    "diff_fields",
+    "diff_message_ids",
     "diff_snapshots",
     "render",
 ]

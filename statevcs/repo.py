@@ -66,6 +66,7 @@ from .refs import (
     tag_ref,
 )
 from .revisions import reflog_ref, resolve_revision
+from .search import SearchResult, search_history
 from .serializers import JSONSerializer, StateSerializer
 from .snapshot import (
     MessageBase,
@@ -890,6 +891,50 @@ class Repo:
         new = self._load_commit(self._resolve(b, "b"))
         return diff_snapshots(
             self.objects, old.snapshot, new.snapshot, self.serializer, old_label=a, new_label=b
+        )
+
+    def search(
+        self,
+        pattern: str,
+        *,
+        rev: str = HEAD,
+        all_refs: bool = False,
+        regex: bool = False,
+        ignore_case: bool = False,
+        limit: int | None = None,
+    ) -> SearchResult:
+        """Find the messages containing ``pattern`` (a regex with ``regex=True``) in a history.
+
+        Searches every commit reachable from ``rev`` (all parents), or from every branch, tag
+        and ``HEAD`` with ``all_refs=True``. Returns each matching message once (messages are
+        content-addressed), the commits that added it, and those commits. A regex that is not
+        valid raises ``InvalidPattern``, one that could take exponential time ``UnsafePattern``
+        (see :mod:`statevcs.search`); ``limit`` keeps the newest matches.
+        """
+        _check_str(pattern, "pattern")
+        _check_str(rev, "rev")
+        _check_bool(all_refs, "all_refs")
+        _check_bool(regex, "regex")
+        _check_bool(ignore_case, "ignore_case")
+        _check_limit(limit)
+        starts: list[ObjectId]
+        if all_refs:
+            refs = self._store.list_refs("refs/")
+            starts = [refs[name] for name in sorted(refs)]
+            head = self._head_value()
+            if head is not None:
+                starts.append(head)
+        elif rev in (HEAD, "@") and self._head_value() is None:
+            starts = []
+        else:
+            starts = [self._resolve(rev)]
+        return search_history(
+            self.objects,
+            list(dict.fromkeys(starts)),
+            pattern,
+            regex=regex,
+            ignore_case=ignore_case,
+            limit=limit,
         )
 
     def merge_base(self, a: str, b: str) -> str | None:

@@ -203,3 +203,27 @@ def test_the_list_benchmark_prints_its_table_and_leaves_no_files(tmp_path: Path)
         assert len(cells) == 6 and all(re.fullmatch(r"[\d.]+", cell) for cell in cells), row
     assert list(scratch.iterdir()) == []
     assert [path.name for path in tmp_path.iterdir()] == ["scratch"]
+
+
+def test_the_experiments_benchmark_prints_its_table_and_leaves_no_files(tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    script = ROOT / "benchmarks" / "bench_experiments.py"
+    result = subprocess.run(
+        [sys.executable, str(script), "--turns", "10", "--commits", "12", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")][2:]
+    assert [row.split("|")[1].strip() for row in rows] == [
+        "compare",
+        "search text",
+        "search regex",
+        "search text, no match",
+    ]
+    assert "10 turns, 5 diverged" in rows[0]
+    assert list(scratch.iterdir()) == []

@@ -78,6 +78,8 @@ def test_the_group_runs_every_command_module() -> None:
         "log",
         "show",
         "diff",
+        "compare",
+        "search",
         "reflog",
         "branch",
         "tag",

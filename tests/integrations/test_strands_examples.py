@@ -52,6 +52,27 @@ def test_branching(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
             assert repo.diff("main", f"exp/{name}").messages.common_prefix == 12
 
 
+def test_eval_fork(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _main("eval_fork.py")(tmp_path / "history")  # type: ignore[operator]
+    out = capsys.readouterr().out
+    assert "-> exp/terse: turns [6, 7, 8]" in out
+    assert "turns [6, 7, 8] diverged" in out
+    assert "only B: weather" in out
+    added = [int(n.replace(",", "")) for n in re.findall(r"added ([\d,]+) bytes", out)]
+    with statevcs.Repo.open(tmp_path / "history") as repo:
+        assert set(repo.branches()) == {"main", "exp/terse", "exp/thorough"}
+        fifth = repo.resolve("main~3")
+        assert repo.merge_base("exp/terse", "exp/thorough") == fifth
+        for branch in ("exp/terse", "exp/thorough"):
+            assert repo.get_commit(branch).metadata["replay"]["source"] == repo.resolve("main")
+        stats = repo.stats()
+        assert len(added) == 2 and sum(added) < stats.bytes_stored
+    result = CliRunner().invoke(
+        cli, ["-C", str(tmp_path / "history"), "compare", "main", "exp/terse"]
+    )
+    assert result.exit_code == 0 and "3 turns differ (first: turn 6)" in result.output
+
+
 @pytest.mark.parametrize(
     ("script", "branch"),
     [
@@ -59,6 +80,7 @@ def test_branching(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         ("strands_quickstart.py", "session-42"),
         ("strands_branching.py", "exp/budget"),
         ("branching_demo.py", "review"),
+        ("eval_fork.py", "exp/terse"),
     ],
 )
 def test_an_example_without_arguments_keeps_its_repository_in_a_temp_folder(

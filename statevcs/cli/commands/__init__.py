@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .experiments import compare_command, search
 from .history import diff, log, reflog, show
 from .init import init
 from .maintenance import fsck, gc, stats
@@ -15,6 +16,8 @@ COMMANDS: tuple[click.Command, ...] = (
     log,
     show,
     diff,
+    compare_command,
+    search,
     reflog,
     branch,
     tag,
