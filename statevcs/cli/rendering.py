@@ -11,18 +11,21 @@ import base64
 import contextlib
 import json
 import math
-import re
 from collections.abc import Sequence
 from datetime import date, datetime, time, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 from rich.text import Text
 
-from ..diff import SnapshotDiff
 from ..errors import StateVCSError
-from ..repo import Commit, Repo
+from .safety import UNSAFE_IN_JSON, one_line, safe_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..diff import SnapshotDiff
+    from ..repo import Commit, Repo
 
 ROLE_STYLES = {
     "user": "bold green",
@@ -32,44 +35,11 @@ ROLE_STYLES = {
 }
 """The style of each message role's name."""
 
-# --- terminal safety ----------------------------------------------------------------------
-
-# C0 and C1 control characters and DEL drive the terminal (colors, cursor moves, OSC 8 links,
-# title changes, \x9b is a one-byte CSI); the bidi embeddings, overrides and isolates reorder
-# what is shown (CVE-2021-42574); lone surrogates cannot be encoded for output at all.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-# In JSON output C0 characters are already escaped by the encoder; these are not.
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def safe_text(value: object, *, keep: str = "") -> str:
-    """Return ``value`` as text that cannot drive a terminal.
-
-    Control characters (C0, DEL, C1), the bidi override and isolate characters (U+202A-U+202E,
-    U+2066-U+2069) and lone surrogates become visible escapes such as ``\\x1b`` and ``\\u202e``;
-    the characters in ``keep`` (``"\\n"``, ``"\\t"``) pass through. Every string the command
-    line prints from a repository goes through this function.
-    """
-    text = value if isinstance(value, str) else str(value)
-    if keep:
-        return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else _escape(m), text)
-    return _UNSAFE.sub(_escape, text)
-
-
-def one_line(message: str) -> str:
-    """``message`` made safe, with every run of whitespace (newlines too) as one space."""
-    return safe_text(" ".join(message.split()))
-
 
 def _json_text(text: str) -> str:
     # These characters only ever occur inside JSON string literals, so a \uXXXX escape keeps
     # the document valid and the value unchanged for a JSON reader.
-    return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def text(*parts: object | tuple[object, str]) -> Text:
@@ -206,6 +176,11 @@ class Decorations:
                 self._add(commit_id, name, "bold green")
         for name, commit_id in sorted(repo.tags().items()):
             self._add(commit_id, "tag: " + name, "bold yellow")
+        # Every other ref (a LangGraph thread's refs/langgraph/heads/...) by its full name, as
+        # git shows a ref outside refs/heads and refs/tags: log --all draws their tips too.
+        for name, commit_id in sorted(repo.refs.as_hex("refs/").items()):
+            if not name.startswith(("refs/heads/", "refs/tags/")):
+                self._add(commit_id, name, "bold magenta")
 
     def _add(self, commit_id: str, label: str, style: str) -> None:
         self.by_commit.setdefault(commit_id, []).append((label, style))
