@@ -27,6 +27,8 @@ class GCReport:
     deleted_bytes: int
     kept_recent: int
     dry_run: bool
+    reclaimed_bytes: int = 0
+    """How much smaller the repository got on disk (SQLite: the file after a VACUUM)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +180,9 @@ def collect_garbage(
             start += len(batch)
             if progress is not None:
                 progress("sweeping", min(start, len(doomed)), len(doomed))
+    reclaimed = store.reclaim_space() if deleted else 0
     return GCReport(
+        reclaimed_bytes=reclaimed,
         reachable=len(reachable),
         unreachable=len(unreachable),
         deleted=len(doomed) if dry_run else deleted,
