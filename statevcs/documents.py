@@ -14,6 +14,8 @@ whole document would be unreadable.
 
 from __future__ import annotations
 
+import base64
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -237,4 +239,36 @@ def short_repr(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-__all__ = ["MAX_DOCUMENT_DEPTH", "check_depth", "may_be_too_deep", "pack", "refusal", "short_repr"]
+NOT_A_SCALAR: Any = object()
+"""What :func:`json_scalar` returns for a container or a value of another type."""
+
+
+def json_scalar(item: Any) -> Any:
+    """A document scalar as JSON holds it: itself, or the marker standing in where JSON has none.
+
+    Non-finite floats become ``{"__float__": "nan"}`` (``"inf"``, ``"-inf"``), bytes
+    ``{"__bytes__": "<base64>"}``; None, bool, int, str and finite floats are themselves.
+    Anything else (containers included) gives :data:`NOT_A_SCALAR`. The one home of these
+    markers: the git mirror's JSON files and the command line's ``--json`` output use it.
+    """
+    if item is None or isinstance(item, (bool, str, int)):
+        return item
+    if isinstance(item, float):
+        if math.isfinite(item):
+            return item
+        return {"__float__": "nan" if math.isnan(item) else repr(item)}
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        return {"__bytes__": base64.b64encode(bytes(item)).decode("ascii")}
+    return NOT_A_SCALAR
+
+
+__all__ = [
+    "MAX_DOCUMENT_DEPTH",
+    "NOT_A_SCALAR",
+    "check_depth",
+    "json_scalar",
+    "may_be_too_deep",
+    "pack",
+    "refusal",
+    "short_repr",
+]

@@ -6,7 +6,9 @@ pager script that records what it was given; everything else runs in-process.
 
 from __future__ import annotations
 
+import ast
 import json
+import math
 import os
 import pty
 import re
@@ -430,3 +432,33 @@ def test_a_newcomers_session(tmp_path: Path) -> None:
     assert size_on_disk(folder) < before - 60_000
     code, screen = on_terminal(["status"], folder, {})
     assert code == 0 and "On branch main" in ANSI.sub("", screen)
+
+
+# --- small design debt ------------------------------------------------------------------------
+
+
+def test_the_registry_and_the_s3_store_import_no_cycle() -> None:
+    stores = Path(statevcs.__file__).parent / "stores"
+
+    def imports(name: str) -> set[str]:
+        tree = ast.parse((stores / f"{name}.py").read_text(encoding="utf-8"))
+        return {
+            node.module or ""
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level == 1
+        }
+
+    assert "registry" not in imports("s3") and "s3" not in imports("locations")
+    assert "registry" not in imports("locations") and "locations" in imports("s3")
+
+
+def test_the_cli_and_the_mirror_share_one_json_mapping_of_scalars() -> None:
+    from statevcs.cli.rendering import to_plain
+    from statevcs.documents import json_scalar
+    from statevcs.mirror.git.jsonmap import from_json, to_json
+
+    values = [math.nan, math.inf, -math.inf, b"\x00\xff", bytearray(b"ab"), 1.5, None, True, 7, "s"]
+    for value in values:
+        assert to_plain(value) == to_json(value) == json_scalar(value)
+        back = from_json(to_json([value]))[0]
+        assert back == value or (math.isnan(back) and math.isnan(value))

@@ -7,10 +7,8 @@ shown as visible escapes; ``--json`` output goes through :func:`emit_json`.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
-import math
 from collections.abc import Sequence
 from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
@@ -18,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.text import Text
 
+from ..documents import NOT_A_SCALAR, json_scalar
 from ..errors import StateVCSError
 from .safety import UNSAFE_IN_JSON, one_line, safe_text
 
@@ -102,15 +101,9 @@ def to_plain(value: Any) -> Any:
     stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
     while stack:
         item, out, slot = stack.pop()
-        if item is None or isinstance(item, (bool, str, int)):
-            out[slot] = item
-        elif isinstance(item, float):
-            if math.isfinite(item):
-                out[slot] = item
-            else:
-                out[slot] = {"__float__": "nan" if math.isnan(item) else repr(item)}
-        elif isinstance(item, (bytes, bytearray, memoryview)):
-            out[slot] = {"__bytes__": base64.b64encode(bytes(item)).decode("ascii")}
+        scalar = json_scalar(item)
+        if scalar is not NOT_A_SCALAR:
+            out[slot] = scalar
         elif isinstance(item, dict) and all(isinstance(k, str) for k in item):
             mapping: dict[str, Any] = dict.fromkeys(item)
             out[slot] = mapping
