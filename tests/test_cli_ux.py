@@ -13,6 +13,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import subprocess
 import sys
 import time
@@ -30,6 +31,7 @@ from statevcs.durations import InvalidDuration, parse_age
 from statevcs.repo import Repo
 from statevcs.stores.sqlite import DB_FILENAME
 
+DOCS = Path(__file__).resolve().parent.parent / "docs"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 FAKE_PAGER = """\
@@ -462,3 +464,38 @@ def test_the_cli_and_the_mirror_share_one_json_mapping_of_scalars() -> None:
         assert to_plain(value) == to_json(value) == json_scalar(value)
         back = from_json(to_json([value]))[0]
         assert back == value or (math.isnan(back) and math.isnan(value))
+
+
+# --- the two disagreements with git ------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="the git CLI is not installed")
+def test_a_branch_named_at_sign_git_makes_and_statevcs_refuses(tmp_path: Path) -> None:
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", "-C", str(tmp_path), *args], capture_output=True, text=True, timeout=60
+        )
+
+    git("init", "-q", "-b", "main")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "one")
+    assert git("branch", "@").returncode == 0
+    assert git("rev-parse", "--verify", "-q", "refs/heads/@").returncode == 0
+    with Repo.init("memory://") as repo:
+        repo.commit({"k": 1}, "one")
+        for make in (repo.branch, repo.tag):
+            with pytest.raises(statevcs.InvalidRefName, match="'@' alone is reserved"):
+                make("@")
+        assert repo.branches() == {"main": repo.resolve("HEAD")} and repo.tags() == {}
+    assert "A branch or tag named `@` is refused" in (DOCS / "revisions.md").read_text()
+
+
+def test_head_at_n_while_a_handle_is_elsewhere(tmp_path: Path) -> None:
+    with Repo.init(tmp_path / "r") as repo:
+        first = repo.commit({"k": 1}, "one")
+        repo.commit({"k": 2}, "two")
+        repo.branch("x", "main~1")
+        repo.checkout({}, "x")
+        assert repo.resolve("HEAD@{0}") == first.id  # the handle's HEAD
+        assert repo.resolve("HEAD@{1}") == repo.reflog("HEAD")[1].new  # the stored HEAD's log
+    out = invoke("reflog", cwd=tmp_path / "r").stdout  # the command line reads the stored one
+    assert out.splitlines()[0].split()[1] == "HEAD@{0}:"
