@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import __version__
 
+TYPE_CHECKING = False  # not typing's: `statevcs --version` would pay for importing it
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, NoReturn
+
     from .app import cli
     from .context import CommandError, cli_message, find_repository
     from .graph import graph_cells, graph_order, graph_rows
