@@ -7,9 +7,9 @@ temporary folder, then times real ``python -m statevcs`` processes (the median o
 after a warm-up run that leaves the bytecode cache an installed package has) against
 ``python -c pass``, in wall time and in CPU time (user + system: what a loaded machine distorts
 least): ``--version``, ``log -n 10``, ``show``, ``reflog`` and ``status``.
-"work" is the same command run in-process once the modules are loaded (click's test runner,
-median of the same count), so ``cpu - work`` is what start-up costs. Then ``gc`` after
-``reset main~N`` with the reflog expired: its time, how much the file shrank, and what a
+"work" is the CPU time of the same command run in-process once the modules are loaded (click's
+test runner, median of the same count), so ``cpu - work`` is what start-up costs. Then ``gc``
+after ``reset main~N`` with the reflog expired: its time, how much the file shrank, and what a
 ``VACUUM`` of the result costs alone (the part of ``gc`` that gives the space back).
 """
 
@@ -25,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import statevcs
 from statevcs.stores.sqlite import DB_FILENAME
@@ -33,7 +34,7 @@ from statevcs.stores.sqlite import DB_FILENAME
 def build(path: Path, commits: int) -> None:
     """A repository of ``commits`` commits, each appending a user and an assistant message."""
     with statevcs.Repo.init(path) as repo:
-        agent = {"messages": statevcs.tracked_messages([]), "turn": 0}
+        agent: dict[str, Any] = {"messages": statevcs.tracked_messages([]), "turn": 0}
         for n in range(commits):
             agent["messages"].append({"role": "user", "content": f"question {n} " + "q" * 200})
             agent["messages"].append({"role": "assistant", "content": f"answer {n} " + "a" * 600})
@@ -42,30 +43,32 @@ def build(path: Path, commits: int) -> None:
         repo.branch("side", "main~1" if commits > 1 else "main")
 
 
-def median_ms(func: Callable[[], object], runs: int) -> float:
-    """The median wall time of ``runs`` calls, after one warm-up call."""
-    func()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        func()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
-
-
 def _children_cpu_ms() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (usage.ru_utime + usage.ru_stime) * 1000
 
 
-def median_cpu_ms(func: Callable[[], object], runs: int) -> float:
-    """The median CPU time (user + system) of ``runs`` child processes, after a warm-up."""
+def timed(func: Callable[[], object], runs: int) -> tuple[float, float]:
+    """Median wall time and median CPU time (user + system of the child processes ``func``
+    runs) of ``runs`` calls, after one warm-up call."""
+    func()
+    walls, cpus = [], []
+    for _ in range(runs):
+        cpu, start = _children_cpu_ms(), time.perf_counter()
+        func()
+        walls.append((time.perf_counter() - start) * 1000)
+        cpus.append(_children_cpu_ms() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def work_ms(func: Callable[[], object], runs: int) -> float:
+    """The median CPU time of this process over ``runs`` in-process calls, after a warm-up."""
     func()
     times = []
     for _ in range(runs):
-        start = _children_cpu_ms()
+        start = time.process_time()
         func()
-        times.append(_children_cpu_ms() - start)
+        times.append((time.process_time() - start) * 1000)
     return statistics.median(times)
 
 
@@ -114,14 +117,14 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=1000, help="commits of the large repo")
     args = parser.parse_args()
     runs = args.runs or (3 if args.quick else 9)
-    large_commits = 50 if args.quick else args.commits
+    large_commits = min(args.commits, 50) if args.quick else args.commits
     with tempfile.TemporaryDirectory() as tmp:
         small, large = Path(tmp) / "small", Path(tmp) / "large"
         build(small, 10)
         build(large, large_commits)
         print(f"== start-up: median of {runs} runs (ms); cpu = user + system time ==")
         base = process(["-c", "pass"], small)
-        baseline, baseline_cpu = median_ms(base, runs), median_cpu_ms(base, runs)
+        baseline, baseline_cpu = timed(base, runs)
         print(f"{'':<34}{'wall':>9}{'cpu':>9}")
         print(f"{'python -c pass':<34}{baseline:>9.1f}{baseline_cpu:>9.1f}")
         for label, module in (
@@ -130,7 +133,7 @@ def main() -> None:
             ("import statevcs.repo (pydantic)", "statevcs.repo"),
         ):
             importing = process(["-c", f"import {module}"], small)
-            wall, cpu = median_ms(importing, runs), median_cpu_ms(importing, runs)
+            wall, cpu = timed(importing, runs)
             print(f"{label:<34}{wall:>9.1f}{cpu:>9.1f}")
         rows = [
             ("--version", ["--version"], small),
@@ -144,8 +147,8 @@ def main() -> None:
         print(f"{'command':<34}{'wall':>9}{'cpu':>9}{'work':>9}{'cpu-work':>10}{'cpu/python':>12}")
         for label, command, where in rows:
             running = process(["-m", "statevcs", *command], where)
-            wall, cpu = median_ms(running, runs), median_cpu_ms(running, runs)
-            work = median_ms(in_process(command, where), runs)
+            wall, cpu = timed(running, runs)
+            work = work_ms(in_process(command, where), runs)
             print(
                 f"{label:<34}{wall:>9.1f}{cpu:>9.1f}{work:>9.1f}{cpu - work:>10.1f}"
                 f"{cpu / baseline_cpu:>11.1f}x"
