@@ -499,3 +499,24 @@ def test_head_at_n_while_a_handle_is_elsewhere(tmp_path: Path) -> None:
         assert repo.resolve("HEAD@{1}") == repo.reflog("HEAD")[1].new  # the stored HEAD's log
     out = invoke("reflog", cwd=tmp_path / "r").stdout  # the command line reads the stored one
     assert out.splitlines()[0].split()[1] == "HEAD@{0}:"
+
+
+def test_gc_that_cannot_shrink_still_reports_what_it_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from statevcs.errors import StoreError
+    from statevcs.gc import GCWarning
+    from statevcs.stores.sqlite import SQLiteStore
+
+    def full_disk(self: SQLiteStore) -> int:
+        raise StoreError("gc deleted the objects but could not shrink it: database or disk is full")
+
+    with Repo.init(tmp_path / "r") as repo:
+        repo.commit({"k": 1}, "one")
+        repo.commit({"k": 2}, "two")
+        repo.reset("main", "main~1")
+        monkeypatch.setattr(SQLiteStore, "reclaim_space", full_disk)
+        with pytest.warns(GCWarning, match="disk is full"):
+            report = repo.gc("0", expire_reflog="0")
+        assert report.deleted > 0 and report.reclaimed_bytes == 0
+        assert repo.fsck().ok
