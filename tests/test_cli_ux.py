@@ -520,3 +520,30 @@ def test_gc_that_cannot_shrink_still_reports_what_it_deleted(
             report = repo.gc("0", expire_reflog="0")
         assert report.deleted > 0 and report.reclaimed_bytes == 0
         assert repo.fsck().ok
+
+
+# --- small things a newcomer saw ------------------------------------------------------------------
+
+
+def test_the_quickstart_prints_its_diff_once(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run(
+        [sys.executable, str(root / "examples" / "quickstart.py"), str(tmp_path / "h")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    assert out.count("diff main cheaper") == 1 and "\n$ diff main cheaper\n  messages:" in out
+
+
+def test_bench_core_quick_prints_each_window_once() -> None:
+    import importlib.util
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("bench_core", root / "benchmarks/bench_core.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.windows(100) == [(1, 10), (90, 100)]
+    assert module.windows(1000) == [(1, 10), (90, 100), (990, 1000)]
