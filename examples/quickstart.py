@@ -68,8 +68,10 @@ def main(folder: Path) -> None:
     for name, commit_id in repo.branches().items():
         print(f"  {name:<8} {commit_id[:12]}  {repo.get_commit(name).message}")
 
-    print("\n$ diff main cheaper")
-    print("  " + str(repo.diff("main", "cheaper")).replace("\n", "\n  "))
+    # str(diff) starts with its own "diff main cheaper" line: it is the command shown.
+    header, *body = str(repo.diff("main", "cheaper")).split("\n")
+    print("\n$ " + header)
+    print("\n".join("  " + line for line in body))
 
     stats = repo.stats()
     print("\n$ stats")

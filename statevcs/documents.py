@@ -20,6 +20,7 @@ from typing import Any
 import msgpack
 
 from .errors import SerializationError
+from .plain import NOT_A_SCALAR, json_scalar
 
 MAX_DOCUMENT_DEPTH = 512
 """How deeply a message or extras value may nest (lists and dicts inside each other).
@@ -237,4 +238,13 @@ def short_repr(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-__all__ = ["MAX_DOCUMENT_DEPTH", "check_depth", "may_be_too_deep", "pack", "refusal", "short_repr"]
+__all__ = [
+    "MAX_DOCUMENT_DEPTH",
+    "NOT_A_SCALAR",
+    "check_depth",
+    "json_scalar",
+    "may_be_too_deep",
+    "pack",
+    "refusal",
+    "short_repr",
+]

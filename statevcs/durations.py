@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from .errors import StateVCSError
 
@@ -114,6 +114,57 @@ def _shown(text: str) -> str:
     return repr(text) if len(text) <= 60 else f"{text[:60]!r}..."
 
 
+_AGE_AGO = re.compile(r"(\d+(?:\.\d+)?)[.\s]*([a-z]+)[.\s]+ago", re.IGNORECASE)
+_WORD_SECONDS = {
+    "second": 1,
+    "minute": 60,
+    "hour": 3_600,
+    "day": 86_400,
+    "week": 604_800,
+    "month": 30 * 86_400,
+    "year": 365 * 86_400,
+}
+AGE_HELP = f"{DURATION_HELP}, git's 2.weeks.ago or '3 days ago', a date (2026-01-31), or never"
+"""The forms :func:`parse_age` accepts, for help texts and error messages."""
+
+
+def parse_age(text: str, *, now: datetime | None = None) -> timedelta | None:
+    """An age as git's ``--prune=`` and ``--expire=`` take it; ``None`` for ``never``.
+
+    Accepts everything :func:`parse_duration` does, ``all`` (as ``now``), git's approxidate
+    forms ``2.weeks.ago`` and ``3 days ago`` (second, minute, hour, day, week, month = 30
+    days, year = 365 days, singular or plural), and a date or time in ISO form (its age).
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"an age must be a str, got {type(text).__name__}")
+    cleaned = text.strip().lower()
+    if cleaned == "never":
+        return None
+    if cleaned == "all":
+        return timedelta(0)
+    match = _AGE_AGO.fullmatch(cleaned)
+    if match is not None:
+        unit = match.group(2).removesuffix("s")
+        if unit in _WORD_SECONDS:
+            seconds = float(match.group(1)) * _WORD_SECONDS[unit]
+            if seconds <= _MAX_SECONDS:
+                return timedelta(seconds=seconds)
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}([ t].*)?", cleaned):
+        try:
+            when = datetime.fromisoformat(text.strip())
+        except ValueError:
+            pass
+        else:
+            if when.tzinfo is None:
+                when = when.astimezone()  # a date without a zone is local time, as in git
+            age = (now or datetime.now(UTC)) - when
+            return max(age, timedelta(0))
+    try:
+        return parse_duration(text)
+    except InvalidDuration:
+        raise InvalidDuration(f"{text!r} is not an age; use {AGE_HELP}") from None
+
+
 def as_duration(value: timedelta | str, argument: str) -> timedelta:
     """Return ``value`` as a non-negative ``timedelta`` (strings go through parse_duration)."""
     if isinstance(value, timedelta):
@@ -127,4 +178,12 @@ def as_duration(value: timedelta | str, argument: str) -> timedelta:
     )
 
 
-__all__ = ["DURATION_HELP", "UNITS_HELP", "InvalidDuration", "as_duration", "parse_duration"]
+__all__ = [
+    "AGE_HELP",
+    "DURATION_HELP",
+    "UNITS_HELP",
+    "InvalidDuration",
+    "as_duration",
+    "parse_age",
+    "parse_duration",
+]

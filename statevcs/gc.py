@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from .errors import CorruptObject, MissingObject, RefsChanged, StateVCSError
+from .errors import CorruptObject, MissingObject, RefsChanged, StateVCSError, StoreError
 from .hashing import ObjectId, to_hex
 from .objectdb import ObjectDB
 from .objects import Chunked, CommitObject, Inline, ListNode, children, decode, encode_doc
@@ -15,6 +16,11 @@ from .snapshot import load_snapshot_object
 from .stores.base import Store
 from .structures.maps import read_map
 from .structures.prolly import load_node
+
+
+class GCWarning(UserWarning):
+    """``gc`` deleted what it should but could not shrink the repository file (the message says
+    why); the report's ``reclaimed_bytes`` is then 0."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +33,8 @@ class GCReport:
     deleted_bytes: int
     kept_recent: int
     dry_run: bool
+    reclaimed_bytes: int = 0
+    """How much smaller the repository got on disk (SQLite: the file after a VACUUM)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +186,15 @@ def collect_garbage(
             start += len(batch)
             if progress is not None:
                 progress("sweeping", min(start, len(doomed)), len(doomed))
+    reclaimed = 0
+    if deleted:
+        try:
+            reclaimed = store.reclaim_space()
+        except StoreError as exc:
+            # The objects are gone either way; their space is reused by later writes.
+            warnings.warn(str(exc), GCWarning, stacklevel=3)
     return GCReport(
+        reclaimed_bytes=reclaimed,
         reachable=len(reachable),
         unreachable=len(unreachable),
         deleted=len(doomed) if dry_run else deleted,
@@ -350,6 +366,7 @@ def measure_repository(store: Store, db: ObjectDB) -> StatsReport:
 __all__ = [
     "FsckReport",
     "GCReport",
+    "GCWarning",
     "StatsReport",
     "check_repository",
     "collect_garbage",

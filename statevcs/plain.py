@@ -7,6 +7,28 @@ import math
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
+NOT_A_SCALAR: Any = object()
+"""What :func:`json_scalar` returns for a container or a value of another type."""
+
+
+def json_scalar(item: Any) -> Any:
+    """A document scalar as JSON holds it: itself, or the marker standing in where JSON has none.
+
+    Non-finite floats become ``{"__float__": "nan"}`` (``"inf"``, ``"-inf"``), bytes
+    ``{"__bytes__": "<base64>"}``; None, bool, int, str and finite floats are themselves.
+    Anything else (containers included) gives :data:`NOT_A_SCALAR`. The one home of these
+    markers: the git mirror's JSON files and the command line's ``--json`` output use it.
+    """
+    if item is None or isinstance(item, (bool, str, int)):
+        return item
+    if isinstance(item, float):
+        if math.isfinite(item):
+            return item
+        return {"__float__": "nan" if math.isnan(item) else repr(item)}
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        return {"__bytes__": base64.b64encode(bytes(item)).decode("ascii")}
+    return NOT_A_SCALAR
+
 
 def to_plain(value: Any) -> Any:
     """Return a JSON-compatible rendering of any decoded value, for ``--json`` output.
@@ -21,15 +43,9 @@ def to_plain(value: Any) -> Any:
     stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
     while stack:
         item, out, slot = stack.pop()
-        if item is None or isinstance(item, (bool, str, int)):
-            out[slot] = item
-        elif isinstance(item, float):
-            if math.isfinite(item):
-                out[slot] = item
-            else:
-                out[slot] = {"__float__": "nan" if math.isnan(item) else repr(item)}
-        elif isinstance(item, (bytes, bytearray, memoryview)):
-            out[slot] = {"__bytes__": base64.b64encode(bytes(item)).decode("ascii")}
+        scalar = json_scalar(item)
+        if scalar is not NOT_A_SCALAR:
+            out[slot] = scalar
         elif isinstance(item, dict) and all(isinstance(k, str) for k in item):
             mapping: dict[str, Any] = dict.fromkeys(item)
             out[slot] = mapping
@@ -54,4 +70,4 @@ def to_plain(value: Any) -> Any:
     return root[0]
 
 
-__all__ = ["to_plain"]
+__all__ = ["NOT_A_SCALAR", "json_scalar", "to_plain"]

@@ -227,3 +227,32 @@ def test_the_experiments_benchmark_prints_its_table_and_leaves_no_files(tmp_path
     ]
     assert "10 turns, 5 diverged" in rows[0]
     assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.slow  # about 8 s of CPU: some 30 short processes
+def test_the_cli_benchmark_prints_every_row_and_leaves_no_files(tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_cli.py"),
+            "--quick",
+            "--runs",
+            "1",
+            "--commits",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for row in ("--version", "log -n 10 (10 commits)", "show (", "reflog (", "status ("):
+        line = next(line for line in out.splitlines() if line.startswith(row))
+        assert line.endswith("x") and len(line.split()) >= 5, line
+    assert "reclaimed_bytes" in out
+    assert list(scratch.iterdir()) == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.parse
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -71,12 +72,16 @@ def test_init_refuses_memory_and_unknown_urls(tmp_path: Path) -> None:
 
 
 def test_init_creates_a_repository_at_an_s3_url(tmp_path: Path, s3_url: str) -> None:
-    created = invoke("init", s3_url, cwd=tmp_path).stdout
-    assert "Initialized empty statevcs repository in s3://" in created
+    typed = urllib.parse.unquote(s3_url)  # endpoint_url=http://host:port&region=...
+    created = invoke("init", typed, cwd=tmp_path).stdout
+    # Shown as typed (not re-encoded), so that it can be pasted back.
+    assert created == f"Initialized empty statevcs repository in {typed}\n"
     with statevcs.Repo.open(s3_url) as repo:
         assert repo.head_branch == "main" and list(repo.log()) == []
-    again = one_error_line(invoke("init", s3_url, cwd=tmp_path, code=1).stderr)
-    assert "already exists" in again
+    again = one_error_line(invoke("init", typed, cwd=tmp_path, code=1).stderr)
+    # Quoted: pasted into a shell, the '&' before region= must not background the command.
+    assert "already exists" in again and f"`statevcs -C '{typed}' log`" in again
+    assert invoke("-C", typed, "log", cwd=tmp_path).exit_code == 0
     assert list(tmp_path.iterdir()) == []
 
 

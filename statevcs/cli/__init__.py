@@ -19,11 +19,61 @@ by area: history, refs, maintenance, mirror, init). Commands use the ``Repo`` po
 
 from __future__ import annotations
 
-from .app import cli, main
-from .context import CommandError, cli_message, find_repository
-from .graph import graph_cells, graph_order, graph_rows
-from .rendering import message_lines, safe_text, to_plain
-from .revisions import resolve, unborn_message
+import importlib
+import sys
+
+from .. import __version__
+
+TYPE_CHECKING = False  # not typing's: `statevcs --version` would pay for importing it
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, NoReturn
+
+    from .app import cli
+    from .context import CommandError, cli_message, find_repository
+    from .graph import graph_cells, graph_order, graph_rows
+    from .rendering import message_lines, to_plain
+    from .revisions import resolve, unborn_message
+    from .safety import safe_text
+
+# Loaded on first use: `statevcs --version` imports only click and the group (see app).
+_EXPORTS = {
+    "cli": ".app",
+    "CommandError": ".context",
+    "cli_message": ".context",
+    "find_repository": ".context",
+    "graph_cells": ".graph",
+    "graph_order": ".graph",
+    "graph_rows": ".graph",
+    "message_lines": ".rendering",
+    "safe_text": ".safety",
+    "to_plain": ".rendering",
+    "resolve": ".revisions",
+    "unborn_message": ".revisions",
+}
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """Run the ``statevcs`` command line (the console script and ``python -m statevcs``)."""
+    args = list(argv) if argv is not None else sys.argv[1:]
+    if args == ["--version"]:
+        # Answered before click loads: a script checking the version pays Python's start only.
+        sys.stdout.write(f"statevcs, version {__version__}\n")
+        sys.exit(0)
+    from .app import main as run
+
+    run(args)
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name's module the first time the name is asked for."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CommandError",

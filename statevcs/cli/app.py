@@ -16,11 +16,13 @@ from typing import Any, NoReturn
 
 import click
 
+from .. import __version__
 from ..errors import StateVCSError
 from ..stores.registry import check_path, scheme_of
-from .commands import COMMANDS
+from . import pager
+from .commands import LazyCommands
 from .context import CommandError, CommandUsageError, State, cli_message, usage_error
-from .rendering import one_line, safe_text
+from .safety import one_line, safe_text
 
 REVISION_HELP = """\
 \b
@@ -99,7 +101,14 @@ class _Group(click.Group):
     def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError):
+        except (BrokenPipeError, SystemExit):
+            # rich answers a broken pipe with SystemExit(1) (Console.on_broken_pipe). When the
+            # reader was our pager, q before the end is no error, as in git.
+            if pager.used():
+                pager.stop(broken=True)
+                ctx.exit(0)
+            raise
+        except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except click.UsageError as exc:
             if isinstance(exc, (CommandUsageError, click.exceptions.NoArgsIsHelpError)):
@@ -121,6 +130,7 @@ class _Group(click.Group):
 
 @click.group(
     cls=_Group,
+    commands=LazyCommands(),
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog=REVISION_HELP,
 )
@@ -153,8 +163,16 @@ class _Group(click.Group):
     show_default=True,
     help="Colored output (auto: only on a terminal, never with NO_COLOR set).",
 )
+@click.option(
+    "--no-pager",
+    "-P",
+    "no_pager",
+    is_flag=True,
+    help="Do not pipe log, show, diff and reflog into a pager ($STATEVCS_PAGER, $PAGER, less).",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks of errors.")
-@click.version_option(package_name="statevcs", prog_name="statevcs")
+# The version is the package's own constant: importlib.metadata costs start-up time.
+@click.version_option(version=__version__, prog_name="statevcs")
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -162,6 +180,7 @@ def cli(
     repo_url: str | None,
     serializer: str,
     color: str,
+    no_pager: bool,
     debug: bool,
 ) -> None:
     """Version control for AI agent state: git's commands on conversations and state."""
@@ -183,13 +202,11 @@ def cli(
             raise click.BadParameter(
                 f"cannot change to {chdir}: {exc.strerror}", param_hint="-C"
             ) from None
-    state = State(repo_url=repo_url, debug=debug, color=color, serializer=serializer)
+    state = State(
+        repo_url=repo_url, debug=debug, color=color, serializer=serializer, paging=not no_pager
+    )
     ctx.obj = state
     ctx.call_on_close(state.close)
-
-
-for _command in COMMANDS:
-    cli.add_command(_command)
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
@@ -198,10 +215,15 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     try:
         cli.main(args=args, prog_name="statevcs")
     except BrokenPipeError:
-        # The reader went away (`statevcs log | head`): stop quietly, as git does.
+        # The reader went away (`statevcs log | head`, or q in the pager): stop quietly.
+        pager.stop(broken=True)
+        if pager.used():
+            sys.exit(0)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(1)
+    finally:
+        pager.stop()  # wait for the reader, as git does, before the shell prompt comes back
     sys.exit(0)  # pragma: no cover - click's main exits itself
 
 

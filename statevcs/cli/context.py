@@ -12,18 +12,24 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
 
 from ..errors import RepositoryNotFound
 from ..hashing import from_hex
-from ..repo import Repo
-from ..serializers import JSONSerializer, MsgpackSerializer, PickleSerializer, StateSerializer
 from ..stores.registry import shown_location
 from ..stores.sqlite import DB_FILENAME
-from .rendering import one_line
+from .safety import one_line, suggest
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..repo import Repo
+    from ..serializers import StateSerializer
+
+# The repository, its serializers and rich load when a command first needs them, not at
+# start-up: `statevcs --version` and `--help` never do.
 
 HIDDEN_FOLDER = ".statevcs"
 """A project folder may keep its repository in this subfolder."""
@@ -73,12 +79,18 @@ class State:
     debug: bool
     color: str
     serializer: str
+    paging: bool = True
     _repo: Repo | None = None
     _out: Console | None = None
     _err: Console | None = None
+    _paged: bool = False
 
     def _console(self, stderr: bool) -> Console:
-        force = True if self.color == "always" else None
+        from rich.console import Console
+
+        # Through the pager stdout is a pipe, yet a terminal reads it: color as on one.
+        paged = self._paged and not stderr and self.color == "auto"
+        force = True if self.color == "always" or paged else None
         # markup=False and emoji=False: a plain string is printed as it is, never parsed.
         return Console(
             stderr=stderr,
@@ -104,8 +116,17 @@ class State:
             self._err = self._console(stderr=True)
         return self._err
 
+    def page(self) -> None:
+        """Send what follows on stdout through the pager, on a terminal (see :mod:`.pager`)."""
+        from . import pager
+
+        if self.paging and self._out is None and not self._paged:
+            self._paged = pager.start()
+
     def repo(self) -> Repo:
         """Open (once) the repository these options name."""
+        from ..repo import Repo
+
         if self._repo is None:
             location: str | Path = (
                 self.repo_url if self.repo_url is not None else find_repository(Path.cwd())
@@ -122,11 +143,13 @@ class State:
                 shown = shown_location(str(location), limit=1000)
                 raise CommandError(
                     f"not a statevcs repository: {shown}; create one with "
-                    f"`statevcs init {shown}`, or name an existing one with -C PATH"
+                    f"{suggest('init', shown)}, or name an existing one with -C PATH"
                 ) from None
         return self._repo
 
     def _serializer(self) -> StateSerializer:
+        from ..serializers import JSONSerializer, MsgpackSerializer, PickleSerializer
+
         if self.serializer == "msgpack":
             return MsgpackSerializer()
         if self.serializer == "pickle":
@@ -144,6 +167,9 @@ class State:
         With ``--serializer auto`` the repository opens with JSON; when a snapshot to read
         holds msgpack state it is opened again with msgpack (which reads JSON snapshots too).
         """
+        from ..repo import Repo
+        from ..serializers import MsgpackSerializer
+
         repo = self.repo()
         if self.serializer != "auto" or repo.serializer.name == MsgpackSerializer.name:
             return repo
@@ -159,7 +185,12 @@ class State:
         return repo
 
     def close(self) -> None:
-        """Close the repository if a command opened it."""
+        """Close the repository if a command opened it, and wait for the pager."""
+        from . import pager
+
+        if self._paged:
+            self._paged = False
+            pager.stop()
         if self._repo is not None:
             self._repo.close()
             self._repo = None

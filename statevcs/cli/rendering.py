@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 from rich.text import Text
 
-from ..diff import SnapshotDiff
 from ..errors import StateVCSError
 from ..plain import to_plain
-from ..repo import Commit, Repo
+from .safety import UNSAFE_IN_JSON, json_escape, one_line, safe_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..diff import SnapshotDiff
+    from ..repo import Commit, Repo
 
 ROLE_STYLES = {
     "user": "bold green",
@@ -30,68 +33,11 @@ ROLE_STYLES = {
 }
 """The style of each message role's name."""
 
-# --- terminal safety ----------------------------------------------------------------------
-
-# C0 and C1 control characters and DEL drive the terminal (colors, cursor moves, OSC 8 links,
-# title changes, \x9b is a one-byte CSI); lone surrogates cannot be encoded for output at all.
-_CONTROLS = "\x00-\x1f\x7f-\x9f\ud800-\udfff"
-# Every bidi formatting character reorders what is shown (CVE-2021-42574): the marks (ALM, LRM,
-# RLM), embeddings, overrides and isolates.
-BIDI_FORMATTING = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-# Invisible format characters (category Cf) that make two different strings look the same or
-# hide text: zero width space, word joiner, invisible operators, deprecated format controls,
-# the BOM, interlinear annotations and the tag characters (invisible ASCII, used to smuggle
-# instructions to language models). Zero width (non-)joiners stay: Persian, Indic scripts and
-# emoji sequences need them, and they only join or part the visible letters around them.
-INVISIBLE_FORMATTING = (
-    "\u180e\u200b\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f"
-)
-_UNSAFE = re.compile(f"[{_CONTROLS}{BIDI_FORMATTING}{INVISIBLE_FORMATTING}]")
-# In JSON output C0 characters are already escaped by the encoder; these are not.
-_UNSAFE_IN_JSON = re.compile(f"[\x7f-\x9f\ud800-\udfff{BIDI_FORMATTING}{INVISIBLE_FORMATTING}]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def _json_escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    # JSON spells a character beyond the BMP as its UTF-16 surrogate pair.
-    code -= 0x10000
-    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
-
-
-def safe_text(value: object, *, keep: str = "") -> str:
-    """Return ``value`` as text that cannot drive a terminal.
-
-    Control characters (C0, DEL, C1), every bidi formatting character (U+061C, U+200E, U+200F,
-    U+202A-U+202E, U+2066-U+2069), invisible format characters (U+200B, U+2060-U+2064, U+FEFF,
-    tag characters, ...; see :data:`INVISIBLE_FORMATTING`) and lone surrogates become visible
-    escapes such as ``\\x1b``, ``\\u202e`` and ``\\U000e0041``; the characters in ``keep``
-    (``"\\n"``, ``"\\t"``) pass through. Every string the command line prints from a
-    repository goes through this function.
-    """
-    text = value if isinstance(value, str) else str(value)
-    if keep:
-        return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else _escape(m), text)
-    return _UNSAFE.sub(_escape, text)
-
-
-def one_line(message: str) -> str:
-    """``message`` made safe, with every run of whitespace (newlines too) as one space."""
-    return safe_text(" ".join(message.split()))
-
 
 def _json_text(text: str) -> str:
     # These characters only ever occur inside JSON string literals, so a \uXXXX escape keeps
     # the document valid and the value unchanged for a JSON reader.
-    return _UNSAFE_IN_JSON.sub(_json_escape, text)
+    return UNSAFE_IN_JSON.sub(json_escape, text)
 
 
 def text(*parts: object | tuple[object, str]) -> Text:
@@ -182,6 +128,11 @@ class Decorations:
                 self._add(commit_id, name, "bold green")
         for name, commit_id in sorted(repo.tags().items()):
             self._add(commit_id, "tag: " + name, "bold yellow")
+        # Every other ref (a LangGraph thread's refs/langgraph/heads/...) by its full name, as
+        # git shows a ref outside refs/heads and refs/tags: log --all draws their tips too.
+        for name, commit_id in sorted(repo.refs.as_hex("refs/").items()):
+            if not name.startswith(("refs/heads/", "refs/tags/")):
+                self._add(commit_id, name, "bold magenta")
 
     def _add(self, commit_id: str, label: str, style: str) -> None:
         self.by_commit.setdefault(commit_id, []).append((label, style))
@@ -401,8 +352,6 @@ def print_diff(out: Console, result: SnapshotDiff, old: Commit, new: Commit) -> 
 
 
 __all__ = [
-    "BIDI_FORMATTING",
-    "INVISIBLE_FORMATTING",
     "ROLE_STYLES",
     "Decorations",
     "commit_json",

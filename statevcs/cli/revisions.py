@@ -14,6 +14,7 @@ from ..repo import Repo
 from ..revisions import parse_revision
 from .context import CommandError, cli_message
 from .rendering import plural
+from .safety import suggest
 
 _COUNT_CAP = 1000
 
@@ -54,7 +55,7 @@ def unborn_message(repo: Repo, branch: str) -> str:
         shown += f" and {len(newest) - 5} more (`statevcs branch`)"
     return (
         f"branch {branch} has no commits yet; these branches have commits: {shown}; "
-        f"try `statevcs log {newest[0]}` or `statevcs switch {newest[0]}`"
+        f"try {suggest('log', newest[0])} or {suggest('switch', newest[0])}"
     )
 
 
@@ -95,7 +96,7 @@ def _explain_walk(repo: Repo, rev: str, base: str, steps: Sequence[tuple[str, in
                     return (
                         f"unknown revision {rev!r}: {walked} ({commit.short_id}) is the first "
                         "commit of its history, it has no parent to go back to; "
-                        f"see the history with `statevcs log {base}`"
+                        f"see the history with {suggest('log', base)}"
                     )
                 commit = repo.get_commit(commit.parents[0])
                 walked = _step(walked)

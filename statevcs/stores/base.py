@@ -228,6 +228,14 @@ class Store(abc.ABC):
     def expire_reflogs(self, older_than: float) -> int:
         """Delete reflog entries written before Unix time ``older_than``; return how many."""
 
+    def reclaim_space(self) -> int:
+        """Give the space of deleted objects back to the file system; return the bytes freed.
+
+        ``gc`` calls it after deleting objects. Stores whose deletions free space by
+        themselves (memory, S3) keep this default, which frees nothing more.
+        """
+        return 0
+
     # --- config -------------------------------------------------------------------
 
     @abc.abstractmethod

@@ -71,7 +71,7 @@ from .base import (
     logged_names,
     reflog_note,
 )
-from .registry import holds_credentials, shown_location
+from .locations import holds_credentials, shown_location
 
 DOCUMENT = "statevcs.json"
 DOCUMENT_FORMAT = 1

@@ -7,13 +7,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import click
-from rich import box
-from rich.table import Table
 from rich.text import Text
 
 from ...errors import StateVCSError
 from ...repo import Commit, Repo
-from ..context import REV_EPILOG, current_state, json_option, snapshot_codec
+from ..context import REV_EPILOG, CommandError, current_state, json_option, snapshot_codec
 from ..graph import graph_cells, graph_order, graph_text
 from ..rendering import (
     Decorations,
@@ -22,6 +20,7 @@ from ..rendering import (
     emit_json,
     message_lines,
     oneline,
+    plural,
     print_diff,
     print_header,
     role_text,
@@ -64,6 +63,7 @@ def log(
             else:
                 state.err.print(text(unborn_message(repo, unborn or repo.head_branch or "main")))
             return
+    state.page()
     decorations = Decorations(repo)
     commits: list[Commit]
     if graph:
@@ -102,9 +102,10 @@ def log(
 
 
 def _ref_commits(repo: Repo) -> list[str]:
-    """The commits every branch, every tag (by name) and ``HEAD`` point to, once each."""
-    starts = [commit_id for _, commit_id in sorted(repo.branches().items())]
-    starts += [commit_id for _, commit_id in sorted(repo.tags().items())]
+    """The commits every branch, tag and other ref (by name) and ``HEAD`` point to, once each."""
+    refs = repo.refs.as_hex("refs/")
+    ordered = sorted(refs, key=lambda name: (not name.startswith("refs/heads/"), name))
+    starts = [refs[name] for name in ordered]
     with contextlib.suppress(StateVCSError):  # HEAD may be on a branch with no commits yet
         starts.append(repo.resolve("HEAD"))
     return list(dict.fromkeys(starts))
@@ -146,6 +147,7 @@ def show(rev: str, only_messages: bool, only_state: bool, as_json: bool) -> None
     snapshot = repo.show(commit.id)
     codec = snapshot_codec(repo, commit.snapshot_id)
     everything = not only_messages and not only_state
+    state.page()
     decorations = Decorations(repo)
     if as_json:
         payload: dict[str, Any] = {
@@ -169,8 +171,8 @@ def show(rev: str, only_messages: bool, only_state: bool, as_json: bool) -> None
     out.print(
         text(
             (f"snapshot {commit.snapshot_id[:12]}", "cyan"),
-            f"  kind {snapshot.kind}  ·  {len(snapshot.messages)} messages  ·  "
-            f"{len(snapshot.state)} state keys  ·  codec {codec}",
+            f"  kind {snapshot.kind}  ·  {plural(len(snapshot.messages), 'message')}  ·  "
+            f"{plural(len(snapshot.state), 'state key')}  ·  codec {codec}",
         )
     )
     if everything or only_messages:
@@ -185,6 +187,9 @@ def show(rev: str, only_messages: bool, only_state: bool, as_json: bool) -> None
     if everything or only_state:
         out.print()
         if snapshot.state:
+            from rich import box  # rich's tables load only where a table is drawn
+            from rich.table import Table
+
             table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
             table.add_column("state key", style="cyan", no_wrap=True)
             table.add_column("value", overflow="fold")
@@ -204,17 +209,30 @@ def show(rev: str, only_messages: bool, only_state: bool, as_json: bool) -> None
 
 
 @click.command(epilog=REV_EPILOG)
-@click.argument("a")
+@click.argument("a", required=False)
 @click.argument("b", default="HEAD")
 @click.option("--exit-code", is_flag=True, help="Exit with 1 when the snapshots differ.")
 @json_option
-def diff(a: str, b: str, exit_code: bool, as_json: bool) -> None:
-    """Compare the snapshots of revisions A and B (default HEAD) structurally."""
+def diff(a: str | None, b: str, exit_code: bool, as_json: bool) -> None:
+    """Compare the snapshots of revisions A and B (default HEAD) structurally.
+
+    With no revision, what the last commit changed: HEAD~1 against HEAD (statevcs has no
+    working tree for git's meaning, the changes not yet committed).
+    """
     state = current_state()
     repo = state.repo()
+    if a is None:
+        head = repo.get_commit(resolve(repo, "HEAD"))
+        if not head.parents:
+            raise CommandError(
+                f"HEAD ({head.short_id}) is the first commit: there is no HEAD~1 to compare "
+                "it with; `statevcs show HEAD` shows what it holds"
+            )
+        a = "HEAD~1"
     old, new = repo.get_commit(resolve(repo, a)), repo.get_commit(resolve(repo, b))
     repo = state.reading([old.snapshot_id, new.snapshot_id])
     result = repo.diff(a, b)
+    state.page()
     if as_json:
         emit_json(diff_json(result, old.id, new.id))
     else:
@@ -236,6 +254,7 @@ def reflog(ref: str, limit: int | None, as_json: bool) -> None:
     entries = state.repo().reflog(ref)
     if limit is not None:
         entries = entries[:limit]
+    state.page()
     if as_json:
         emit_json(
             [

@@ -11,6 +11,7 @@ from ...repo import Repo
 from ...stores.registry import check_path, scheme_of, shown_location
 from ..context import CommandError, current_state, json_option
 from ..rendering import emit_json, text
+from ..safety import suggest
 
 
 @click.command()
@@ -51,9 +52,10 @@ def init(path: str | None, branch: str, durability: str, as_json: bool) -> None:
         shown = shown_location(str(location), limit=1000)
         raise CommandError(
             f"a statevcs repository already exists at {shown}; use it with "
-            f"`statevcs -C {shown} log`"
+            f"{suggest('-C', shown, 'log')}"
         ) from None
-    folder = location if isinstance(location, Path) else repo.url
+    # A URL as the user typed it (credentials masked), not re-encoded: `statevcs -C` takes it.
+    folder = location if isinstance(location, Path) else shown_location(path or "", limit=1000)
     repo.close()
     if as_json:
         emit_json({"path": str(folder), "branch": branch, "durability": durability})

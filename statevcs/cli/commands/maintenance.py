@@ -2,32 +2,69 @@
 
 from __future__ import annotations
 
-import click
-from rich import box
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from datetime import timedelta
 
-from ...durations import DURATION_HELP, InvalidDuration, parse_duration
+import click
+
+from ...durations import DURATION_HELP, InvalidDuration, parse_age, parse_duration
 from ..context import current_state, json_option
 from ..rendering import emit_json, first_line, human_bytes, safe_text, text
+
+_NEVER = timedelta(days=1000 * 365)  # --prune=never: no object is that old
+
+
+def _age(value: str, option: str) -> timedelta | None:
+    try:
+        return parse_age(value)
+    except InvalidDuration as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
 
 
 @click.command()
 @click.option(
     "--grace",
-    default="2w",
-    show_default=True,
-    help=f"Keep unreachable objects younger than this: {DURATION_HELP}.",
+    default=None,
+    help=f"Keep unreachable objects younger than this (default 2w): {DURATION_HELP}.",
+)
+@click.option(
+    "--prune",
+    metavar="AGE",
+    help="git's spelling of --grace: delete unreachable objects older than AGE "
+    "(--prune=now: all of them; --prune=never: none).",
+)
+@click.option(
+    "--expire-reflog",
+    metavar="AGE",
+    help="First drop reflog entries older than AGE (now, 30.days.ago, 2w, never), so that "
+    "history left by reset or a deleted branch can be collected. Default: never.",
 )
 @click.option("--dry-run", is_flag=True, help="Only report what would be deleted.")
 @json_option
-def gc(grace: str, dry_run: bool, as_json: bool) -> None:
-    """Delete objects no ref or reflog reaches, once older than the grace period."""
+def gc(
+    grace: str | None, prune: str | None, expire_reflog: str | None, dry_run: bool, as_json: bool
+) -> None:
+    """Delete objects no ref or reflog reaches, once older than the grace period, and shrink
+    the repository file by the space they took.
+
+    AGE is a duration (2w, 3d12h, 0), git's 2.weeks.ago or '3 days ago', a date (2026-01-31),
+    now or never.
+    """
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     state = current_state()
-    try:
-        period = parse_duration(grace)
-    except InvalidDuration as exc:
-        raise click.BadParameter(str(exc), param_hint="--grace") from None
+    if grace is not None and prune is not None:
+        raise click.UsageError("give --grace or --prune, not both (they mean the same)")
+    if prune is not None:
+        age = _age(prune, "--prune")
+        period = _NEVER if age is None else age
+        shown_grace = prune
+    else:
+        shown_grace = grace if grace is not None else "2w"
+        try:
+            period = parse_duration(shown_grace)
+        except InvalidDuration as exc:
+            raise click.BadParameter(str(exc), param_hint="--grace") from None
+    expire = None if expire_reflog is None else _age(expire_reflog, "--expire-reflog")
     repo = state.repo()
     progress = Progress(
         SpinnerColumn(),
@@ -44,7 +81,7 @@ def gc(grace: str, dry_run: bool, as_json: bool) -> None:
         def advance(phase: str, done: int, total: int) -> None:
             progress.update(task, description=safe_text(phase), completed=done, total=total)
 
-        report = repo.gc(period, dry_run=dry_run, progress=advance)
+        report = repo.gc(period, dry_run=dry_run, progress=advance, expire_reflog=expire)
     if as_json:
         emit_json(
             {
@@ -52,9 +89,11 @@ def gc(grace: str, dry_run: bool, as_json: bool) -> None:
                 "unreachable": report.unreachable,
                 "deleted": report.deleted,
                 "deleted_bytes": report.deleted_bytes,
+                "reclaimed_bytes": report.reclaimed_bytes,
                 "kept_recent": report.kept_recent,
                 "dry_run": report.dry_run,
                 "grace_seconds": period.total_seconds(),
+                "expire_reflog_seconds": None if expire is None else expire.total_seconds(),
             }
         )
         return
@@ -63,9 +102,11 @@ def gc(grace: str, dry_run: bool, as_json: bool) -> None:
         text(
             f"{report.reachable} objects reachable, {report.unreachable} unreachable; {verb} "
             f"{report.deleted} ({human_bytes(report.deleted_bytes)}), kept "
-            f"{report.kept_recent} younger than {grace}"
+            f"{report.kept_recent} younger than {shown_grace}"
         )
     )
+    if report.reclaimed_bytes:
+        state.out.print(text(f"the repository shrank by {human_bytes(report.reclaimed_bytes)}"))
 
 
 @click.command()
@@ -116,6 +157,9 @@ def stats(as_json: bool) -> None:
             }
         )
         return
+    from rich import box  # rich's tables load only where a table is drawn
+    from rich.table import Table
+
     table = Table(show_header=False, box=None, show_edge=False, pad_edge=False)
     table.add_column(style="bold")
     table.add_column(justify="right")
@@ -131,6 +175,17 @@ def stats(as_json: bool) -> None:
     )
     table.add_row(text("dedup ratio"), text(f"{report.dedup_ratio:.1f}x"))
     state.out.print(table)
+    if report.commits and report.dedup_ratio < 1:
+        state.out.print(
+            text(
+                (
+                    "(a ratio below 1: on a history this short, the tree nodes and commits "
+                    "statevcs writes cost more than the repeated state they save; it grows "
+                    "with every commit that shares state with an earlier one)",
+                    "dim",
+                )
+            )
+        )
     if report.branches:
         state.out.print()
         heads = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")

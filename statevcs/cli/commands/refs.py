@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,6 +13,10 @@ from ...merge import Side
 from ..context import REV_EPILOG, CommandError, current_state, json_option
 from ..rendering import commit_json, emit_json, first_line, safe_text, text
 from ..revisions import resolve
+from ..safety import suggest
+
+if TYPE_CHECKING:
+    from ...repo import Repo
 
 _SIDES: dict[str, Side] = {"ours": "ours", "theirs": "theirs"}
 
@@ -21,11 +26,23 @@ _SIDES: dict[str, Side] = {"ours": "ours", "theirs": "theirs"}
 @click.argument("start", required=False)
 @click.option("-d", "--delete", "delete", metavar="NAME", help="Delete branch NAME.")
 @click.option("-f", "--force", is_flag=True, help="Move NAME if it already exists.")
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="Accepted as git takes it; the list always shows each tip and its subject.",
+)
 @json_option
 def branch(
-    name: str | None, start: str | None, delete: str | None, force: bool, as_json: bool
+    name: str | None,
+    start: str | None,
+    delete: str | None,
+    force: bool,
+    verbose: int,
+    as_json: bool,
 ) -> None:
-    """List branches, create NAME at START (default HEAD), or delete one with -d."""
+    """List branches (with each tip, as git's branch -v), create NAME at START (default HEAD),
+    or delete one with -d."""
     state = current_state()
     repo = state.repo()
     out = state.out
@@ -52,7 +69,8 @@ def branch(
             commit = repo.branch(name, start or "HEAD", force=force)
         except RefExists:
             raise CommandError(
-                f"branch {name!r} already exists; `statevcs branch -f {name} REV` moves it"
+                f"branch {name!r} already exists; "
+                f"{suggest('branch', '-f', name, then='REV')} moves it"
             ) from None
         if as_json:
             emit_json({"branch": name, "commit": commit_json(commit)})
@@ -70,14 +88,19 @@ def branch(
 @click.option("-c", "--create", is_flag=True, help="Create branch NAME at START (default HEAD).")
 @json_option
 def switch(name: str, start: str | None, create: bool, as_json: bool) -> None:
-    """Make NAME the current branch: the one `log`, `show` and new repository handles start from."""
+    """Make NAME the current branch: the one `log`, `show` and new repository handles start from.
+
+    `switch -` goes back to the branch of the previous switch, as in git.
+    """
     state = current_state()
     repo = state.repo()
+    if name == "-" and not create:
+        name = _previous_branch(repo)
     if start is not None and not create:
         raise click.UsageError("START needs -c (create the branch there first)")
     if create and name in repo.branches():
         raise CommandError(
-            f"branch {name!r} already exists; `statevcs switch {name}` switches to it"
+            f"branch {name!r} already exists; {suggest('switch', name)} switches to it"
         )
     if create and start is not None:
         resolve(repo, start)
@@ -87,7 +110,7 @@ def switch(name: str, start: str | None, create: bool, as_json: bool) -> None:
     except RefNotFound:
         raise CommandError(
             f"no branch named {name!r}; list branches with `statevcs branch`, or create it "
-            f"with `statevcs switch -c {name} [START]`"
+            f"with {suggest('switch', '-c', name, then='[START]')}"
         ) from None
     head = repo.branches().get(name)
     if as_json:
@@ -95,6 +118,25 @@ def switch(name: str, start: str | None, create: bool, as_json: bool) -> None:
     else:
         verb = "Switched to a new branch" if create else "Switched to branch"
         state.out.print(text(f"{verb} {name}"))
+
+
+_SWITCHED = re.compile(r"(?:switch|checkout): moving from (\S+) to (\S+)")
+
+
+def _previous_branch(repo: Repo) -> str:
+    """The branch ``HEAD`` was on before the last switch (git's ``@{-1}``), from its reflog."""
+    for entry in repo.reflog("HEAD"):
+        found = _SWITCHED.fullmatch(entry.message)
+        if found is None:
+            continue
+        previous = found.group(1)
+        if previous == "(detached)" or previous not in repo.branches():
+            break
+        return previous
+    raise CommandError(
+        "no previous branch to switch back to: `statevcs switch -` follows HEAD's reflog to the "
+        "branch of the last switch; name the branch instead (`statevcs branch` lists them)"
+    )
 
 
 @click.command(epilog=REV_EPILOG)
@@ -125,7 +167,7 @@ def tag(name: str | None, rev: str | None, delete: str | None, force: bool, as_j
             commit = repo.tag(name, rev or "HEAD", force=force)
         except RefExists:
             raise CommandError(
-                f"tag {name!r} already exists; `statevcs tag -f {name} REV` moves it"
+                f"tag {name!r} already exists; {suggest('tag', '-f', name, then='REV')} moves it"
             ) from None
         if as_json:
             emit_json({"tag": name, "commit": commit_json(commit)})
@@ -172,7 +214,7 @@ def reset(branch_name: str, rev: str, as_json: bool) -> None:
     if old is None:
         raise CommandError(
             f"no branch named {branch_name!r}; list branches with `statevcs branch`, or create "
-            f"it with `statevcs branch {branch_name} {rev}`"
+            f"it with {suggest('branch', branch_name, rev)}"
         )
     commit = repo.reset(branch_name, rev)
     if as_json:

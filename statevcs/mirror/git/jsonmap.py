@@ -19,6 +19,7 @@ import json
 import math
 from typing import Any, cast
 
+from ...documents import NOT_A_SCALAR, json_scalar
 from ...errors import GitMirrorError
 
 MAX_DEPTH = 512
@@ -51,15 +52,9 @@ def to_json(value: Any) -> Any:
     stack: list[tuple[Any, Any, Any, int]] = [(value, root, 0, 0)]
     while stack:
         item, out, slot, depth = stack.pop()
-        if item is None or isinstance(item, (bool, str, int)):
-            out[slot] = item
-        elif isinstance(item, float):
-            if math.isfinite(item):
-                out[slot] = item
-            else:
-                out[slot] = {"__float__": "nan" if math.isnan(item) else repr(item)}
-        elif isinstance(item, (bytes, bytearray, memoryview)):
-            out[slot] = {"__bytes__": base64.b64encode(bytes(item)).decode("ascii")}
+        scalar = json_scalar(item)
+        if scalar is not NOT_A_SCALAR:
+            out[slot] = scalar
         elif isinstance(item, (list, tuple, dict)):
             if depth >= MAX_DEPTH:
                 raise too_deep("a value")
