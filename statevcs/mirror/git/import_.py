@@ -52,7 +52,7 @@ from .layout import (
     tree_entries,
     utf8,
 )
-from .reports import ImportReport
+from .reports import ImportReport, Progress
 
 if TYPE_CHECKING:
     from dulwich.objects import Commit as GitCommit
@@ -63,7 +63,9 @@ _MESSAGE_FILE = re.compile(r"([0-9]{1,12})-[^/]*\.json")
 _KNOWN_ENTRIES = frozenset({b"messages", *(name.encode() for name in MIRROR_FILES)})
 
 
-def import_git(repo: Repo, source: str | os.PathLike[str]) -> ImportReport:
+def import_git(
+    repo: Repo, source: str | os.PathLike[str], *, progress: Progress | None = None
+) -> ImportReport:
     """Read a git mirror written by :func:`~statevcs.mirror.git.export_git` into ``repo``.
 
     Commits exported from statevcs come back with identical snapshot and commit ids (checked:
@@ -74,13 +76,17 @@ def import_git(repo: Repo, source: str | os.PathLike[str]) -> ImportReport:
 
     Every commit is read and validated before anything is written: a repository that is not a
     statevcs mirror, or a damaged or hand-broken one, raises :class:`GitMirrorError` naming the
-    git commit and the problem, and leaves every ref as it was.
+    git commit and the problem, and leaves every ref as it was. ``progress``, when given, is
+    called with ``("reading", commits read, commits)`` while commits are read and checked, then
+    with ``("importing", commits written, commits to write)``.
     """
     require_dulwich()
     if not isinstance(repo, Repo):
         raise TypeError(f"repo must be a statevcs.Repo, not {type(repo).__name__}")
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"source must be a path (str or os.PathLike), not {type(source).__name__}")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be callable or None, not {type(progress).__name__}")
     path = Path(source)
     report = ImportReport(source=str(path))
     git = _open_existing(path)
@@ -88,8 +94,8 @@ def import_git(repo: Repo, source: str | os.PathLike[str]) -> ImportReport:
         refs = _import_refs(git, report)
         _check_is_mirror(git, path, refs)
         importer = _Importer(repo, git, report)
-        plans = _plan(repo, git, importer, refs)
-        to_svc = _write_commits(repo, importer, plans, report)
+        plans = _plan(repo, git, importer, refs, progress)
+        to_svc = _write_commits(repo, importer, plans, report, progress)
         _move_refs(repo, path, refs, to_svc, report)
         _adopt_head(repo, git)
     finally:
@@ -532,11 +538,16 @@ def _import_refs(git: GitRepo, report: ImportReport) -> dict[str, ObjectID]:
 
 
 def _plan(
-    repo: Repo, git: GitRepo, importer: _Importer, refs: Mapping[str, ObjectID]
+    repo: Repo,
+    git: GitRepo,
+    importer: _Importer,
+    refs: Mapping[str, ObjectID],
+    progress: Progress | None,
 ) -> list[_Planned]:
     """Read and validate every commit reachable from ``refs`` without writing anything."""
     plans: dict[bytes, _Planned] = {}
-    for git_commit in parents_first(git, refs.values()):
+    commits = parents_first(git, refs.values())
+    for git_commit in commits:
         sha = git_commit.id
         try:
             plans[sha] = _plan_one(repo, git, importer, git_commit, plans)
@@ -544,6 +555,8 @@ def _plan(
             raise GitMirrorError(
                 f"git commit {show(sha)} cannot be imported: {exc}. Nothing was imported"
             ) from exc
+        if progress is not None:
+            progress("reading", len(plans), len(commits))
     return list(plans.values())
 
 
@@ -660,9 +673,14 @@ def _check_is_mirror(git: GitRepo, path: Path, refs: Mapping[str, ObjectID]) -> 
 
 
 def _write_commits(
-    repo: Repo, importer: _Importer, plans: Sequence[_Planned], report: ImportReport
+    repo: Repo,
+    importer: _Importer,
+    plans: Sequence[_Planned],
+    report: ImportReport,
+    progress: Progress | None,
 ) -> dict[bytes, ObjectId]:
     """Write the planned commits; return git sha -> statevcs commit id."""
+    to_write = sum(1 for plan in plans if not plan.existing and plan.parts is not None)
     to_svc: dict[bytes, ObjectId] = {}
     lists: dict[bytes, tuple[StoredMessages, tuple[bytes, ...]]] = {}
     for plan in plans:
@@ -680,6 +698,8 @@ def _write_commits(
         report.commits_imported += 1
         if not plan.authentic:
             report.commits_from_git += 1
+        if progress is not None:
+            progress("importing", report.commits_imported, to_write)
     return to_svc
 
 
