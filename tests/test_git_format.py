@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -295,3 +296,56 @@ def test_the_mirrors_head_is_the_default_branch_not_the_handles(tmp_path: Path) 
     assert git(remote, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
     git(tmp_path, "clone", "-q", str(remote), "clone")
     assert git(tmp_path / "clone", "branch", "--show-current").strip() == "main"
+
+
+def _run_cli_with_terminal_stderr(*args: str) -> tuple[bytes, str]:
+    """Run the CLI with stderr on a pseudo-terminal; return (what the terminal got, stdout)."""
+    import pty
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "COLUMNS": "100", "TERM": "xterm"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "statevcs", *args], stdout=subprocess.PIPE, stderr=slave, env=env
+    )
+    os.close(slave)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # the terminal closes when the process exits (EIO on Linux)
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    return b"".join(chunks), out.decode()
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_the_cli_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
+    repo_dir = tmp_path / "repo"
+    with statevcs.Repo.init(repo_dir) as repo:
+        for n in range(12):
+            repo.commit({"messages": [{"role": "user", "n": i} for i in range(n)]}, f"c{n}")
+    terminal, out = _run_cli_with_terminal_stderr(
+        "-C", str(repo_dir), "export-git", str(tmp_path / "m.git")
+    )
+    assert b"exporting commits" in terminal and b"12/12" in terminal
+    assert out.startswith("exported 12 new commits")
+    copy = tmp_path / "copy"
+    statevcs.Repo.init(copy).close()
+    terminal, out = _run_cli_with_terminal_stderr(
+        "-C", str(copy), "import-git", str(tmp_path / "m.git")
+    )
+    assert b"importing commits" in terminal and b"12/12" in terminal
+    assert out.startswith("imported 12 commits")
+    piped = subprocess.run(
+        [sys.executable, "-m", "statevcs", "-C", str(repo_dir), "export-git", str(tmp_path / "p")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert piped.stderr == ""
+    assert piped.stdout.startswith("exported 12 new commits")
