@@ -390,6 +390,11 @@ CASES = [
         "messages/0000 must hold messages 0 to 99",
     ),
     tip(
+        "message folder number repeated",
+        edit_message_folders(lambda git, entries: entries.update({b"00": entries[b"0000"]})),
+        "two message folders have number 0",
+    ),
+    tip(
         "message folder empty",
         edit_message_folders(empty_folder),
         "is empty",

@@ -275,6 +275,7 @@ class _Importer:
         self.lists: dict[tuple[int, bytes], tuple[bytes, ...]] = {}
         self.folders: dict[tuple[int, bytes], tuple[bytes, ...]] = {}
         self.checked: dict[tuple[bytes, int, bytes], int] = {}
+        self.folder_entries: dict[tuple[bytes, int, bytes], tuple[int, tuple[bytes, ...]]] = {}
         """Message file entries (name, mode, sha) checked already, with their numbers."""
         self.states: dict[tuple[bytes, str], dict[str, bytes]] = {}
         self.extras: dict[bytes, dict[str, Any]] = {}
@@ -323,6 +324,11 @@ class _Importer:
             return found
         folders: dict[int, tuple[bytes, ...]] = {}
         for raw_name, (mode, sha) in tree_entries(self.git, tree_sha).items():
+            seen = self.folder_entries.get((raw_name, mode, sha))
+            if seen is not None and seen[0] not in folders:
+                # A folder entry checked in an earlier commit's messages/.
+                folders[seen[0]] = seen[1]
+                continue
             name = _entry_name(raw_name, "messages/")
             if not name.isdigit() or not name.isascii():
                 raise GitMirrorError(
@@ -336,6 +342,7 @@ class _Importer:
             path = f"messages/{name}"
             folder = _file_entry({path.encode(): (mode, sha)}, path, folder=True)
             folders[number] = self._folder(folder, number, path)
+            self.folder_entries[(raw_name, mode, sha)] = (number, folders[number])
         if sorted(folders) != list(range(len(folders))):
             found_numbers = listing([str(n) for n in sorted(folders)])
             raise GitMirrorError(
