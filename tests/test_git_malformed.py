@@ -169,6 +169,13 @@ def split_folder(git: GitRepo, entries: Entries) -> None:
     entries[b"0001"] = (TREE, tree(git, {b"000100-assistant.json": moved}))
 
 
+def append_a_repeated_number(git: GitRepo, entries: Entries) -> None:
+    """The parent's folder plus one file sorting last ("1-…" after "000…") numbered 1 again:
+    the import reads only the appended entries of such a folder, and must still see it."""
+    entries.pop(b"000003-assistant.json")
+    entries[b"1-again.json"] = entries[b"000001-assistant.json"]
+
+
 def empty_folder(git: GitRepo, entries: Entries) -> None:
     entries[b"0000"] = (TREE, tree(git, {}))
 
@@ -388,6 +395,11 @@ CASES = [
         "message in the wrong folder",
         edit_messages(rename_message(b"000003-assistant.json", b"000103-assistant.json")),
         "messages/0000 must hold messages 0 to 99",
+    ),
+    tip(
+        "message number repeated by an appended file",
+        edit_messages(append_a_repeated_number),
+        "two message files have number 1",
     ),
     tip(
         "message folder number repeated",

@@ -46,9 +46,11 @@ from .layout import (
     is_marked,
     listing,
     parents_first,
+    parse_entries,
     require_dulwich,
     show,
     symbolic_head,
+    tree_data,
     tree_entries,
     utf8,
 )
@@ -275,6 +277,8 @@ class _Importer:
         self.lists: dict[tuple[int, bytes], tuple[bytes, ...]] = {}
         self.folders: dict[tuple[int, bytes], tuple[bytes, ...]] = {}
         self.checked: dict[tuple[bytes, int, bytes], int] = {}
+        self.last_folder: dict[str, tuple[bytes, dict[int, bytes]]] = {}
+        """Per folder path, the last tree read there and its files by number."""
         self.folder_entries: dict[tuple[bytes, int, bytes], tuple[int, tuple[bytes, ...]]] = {}
         """Message file entries (name, mode, sha) checked already, with their numbers."""
         self.states: dict[tuple[bytes, str], dict[str, bytes]] = {}
@@ -384,8 +388,16 @@ class _Importer:
 
     def _numbered(self, tree_sha: bytes, where: str) -> dict[int, bytes]:
         """The message files of one folder by number, each parsed and checked once."""
+        data = tree_data(self.git, tree_sha)
         numbered: dict[int, bytes] = {}
-        for raw_name, (mode, sha) in tree_entries(self.git, tree_sha).items():
+        new = data
+        previous = self.last_folder.get(where)
+        if previous is not None and len(data) > len(previous[0]) and data.startswith(previous[0]):
+            # The folder the parent's commit had, with messages appended: only the new
+            # entries are read (tree entries are self-delimiting, so the rest parses alone).
+            numbered = dict(previous[1])
+            new = data[len(previous[0]) :]
+        for raw_name, mode, sha in parse_entries(new, tree_sha):
             checked = self.checked.get((raw_name, mode, sha))
             if checked is not None:
                 # An entry seen in another folder tree (the one before this append):
@@ -416,6 +428,7 @@ class _Importer:
                 _check_document(message, path)
                 self.messages[sha] = message
             self.checked[(raw_name, mode, sha)] = number
+        self.last_folder[where] = (data, numbered)
         return numbered
 
     def _flat_messages(self, tree_sha: bytes) -> tuple[bytes, ...]:

@@ -181,17 +181,27 @@ def git_blob(git: GitRepo, sha: bytes, name: str) -> bytes:
     return data
 
 
-def tree_entries(git: GitRepo, tree_sha: bytes) -> dict[bytes, tuple[int, bytes]]:
-    """The entries of a git tree: name -> (mode, sha)."""
+def tree_data(git: GitRepo, tree_sha: bytes) -> bytes:
+    """The content of the git tree ``tree_sha``, checked to be one."""
+    return _raw_object(git, tree_sha, 2, "tree")
+
+
+def parse_entries(data: bytes, tree_sha: bytes) -> list[tuple[bytes, int, bytes]]:
+    """The ``(name, mode, sha)`` entries of tree content ``data`` (or of a run of its entries)."""
     from dulwich.objects import parse_tree
 
-    data = _raw_object(git, tree_sha, 2, "tree")
     try:
-        return {name: (mode, sha) for name, mode, sha in parse_tree(data, 20)}
+        return list(parse_tree(data, 20))
     except Exception as exc:  # dulwich reports damaged trees with several types
         raise GitMirrorError(
             f"tree {show(tree_sha)} in the mirror is damaged ({exc}); run `git fsck` in it"
         ) from None
+
+
+def tree_entries(git: GitRepo, tree_sha: bytes) -> dict[bytes, tuple[int, bytes]]:
+    """The entries of a git tree: name -> (mode, sha)."""
+    entries = parse_entries(tree_data(git, tree_sha), tree_sha)
+    return {name: (mode, sha) for name, mode, sha in entries}
 
 
 class GitHistory:
