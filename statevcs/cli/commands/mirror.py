@@ -10,14 +10,17 @@ import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ...mirror.git import export_git as write_mirror
 from ...mirror.git import import_git as read_mirror
-from ...mirror.git.reports import Progress
 from ..context import State, current_state, json_option
 from ..rendering import emit_json, plural, text
+
+if TYPE_CHECKING:
+    from ...mirror.git.reports import Progress
 
 
 @contextmanager
