@@ -349,3 +349,23 @@ def test_the_cli_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     )
     assert piped.stderr == ""
     assert piped.stdout.startswith("exported 12 new commits")
+
+
+@needs_git
+def test_a_mirror_repacked_by_git_gc_exports_onto_and_imports(tmp_path: Path) -> None:
+    """After ``git gc --aggressive`` objects are deltas in git's own pack: an incremental
+    export finds what it has, and an import reads through the deltas."""
+    mirror = tmp_path / "mirror.git"
+    with statevcs.Repo.init(tmp_path / "repo") as repo:
+        agent = long_history(repo)
+        export_git(repo, mirror)
+        git(mirror, "gc", "-q", "--aggressive")
+        agent["messages"].append({"role": "user", "n": "after gc"})
+        repo.commit(agent, "after gc")
+        report = export_git(repo, mirror)
+        assert report.commits_exported == 1
+        assert report.objects_written == 6  # the unchanged state.json is found in git's pack
+        git(mirror, "fsck", "--strict")
+        with statevcs.Repo.init("memory://") as copy:
+            import_git(copy, mirror)
+            assert copy.refs.as_hex() == repo.refs.as_hex()
