@@ -256,3 +256,26 @@ def test_the_cli_benchmark_prints_every_row_and_leaves_no_files(tmp_path: Path) 
         assert line.endswith("x") and len(line.split()) >= 5, line
     assert "reclaimed_bytes" in out
     assert list(scratch.iterdir()) == []
+
+
+def test_the_mirror_benchmark_prints_a_row_per_length_and_leaves_no_files(tmp_path: Path) -> None:
+    pytest.importorskip("dulwich")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_mirror.py"), "--sizes", "3", "6"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")][2:]
+    assert [row.split("|")[1].strip() for row in rows] == ["3", "6"]
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip(" |").split("|")]
+        assert all(re.fullmatch(r"[\d.]+ s \([\d.]+ s\)", cells[i]) for i in (1, 3)), row
+        assert all(re.fullmatch(r"[\d.]+ MiB|—", cell) for cell in cells[5:]), row
+    assert list(scratch.iterdir()) == []
+    assert [path.name for path in tmp_path.iterdir()] == ["scratch"]

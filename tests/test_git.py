@@ -192,9 +192,10 @@ def test_exports_are_incremental(repo: statevcs.Repo, tmp_path: Path, clock: Clo
     objects_before = _git_objects(target)
     later = export_git(repo, target)
     assert later.commits_exported == 10
-    # Each new commit adds at most: commit, root tree, messages tree, one message blob,
-    # state.json and statevcs.json. Unchanged messages and extras.json are reused.
-    assert later.objects_written <= 10 * 6
+    # Each new commit adds at most: commit, root tree, messages tree, the one messages/
+    # folder that changed, one message blob, state.json and statevcs.json. Unchanged
+    # messages, folders and extras.json are reused.
+    assert later.objects_written <= 10 * 7
     assert len(_git_objects(target) - objects_before) == later.objects_written
     assert later.refs_updated.keys() == {"refs/heads/main"}
 
@@ -430,11 +431,11 @@ def test_diffable_message_files(repo: statevcs.Repo, tmp_path: Path, clock: Cloc
     repo.commit(agent, "reply", timestamp=clock())
     report = export_git(repo, mirror)
     assert report.worktree_updated
-    n = len(agent["messages"])
+    last = len(agent["messages"]) - 1  # numbered from 0, like the CLI's [0]
     diff = git("-C", mirror, "diff", "HEAD~1", "--", "messages/")
-    assert f"+++ b/messages/{n:06d}-assistant.json" in diff
+    assert f"+++ b/messages/0000/{last:06d}-assistant.json" in diff
     assert '+  "content": "a new reply"' in diff
-    assert (mirror / "messages" / f"{n:06d}-assistant.json").is_file()
+    assert (mirror / "messages" / "0000" / f"{last:06d}-assistant.json").is_file()
 
 
 def test_an_export_refuses_to_move_a_mirror_with_local_edits(

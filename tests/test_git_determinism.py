@@ -108,7 +108,8 @@ def test_statevcs_json_is_canonical(tmp_path: Path) -> None:
         tree = git_repo[first.tree]
         raw = git_repo[tree[b"statevcs.json"][1]].data
         messages = git_repo[tree[b"messages"][1]]
-        message = git_repo[messages[b"000001-user.json"][1]].data
+        folder = git_repo[messages[b"0000"][1]]
+        message = git_repo[folder[b"000000-user.json"][1]].data
     info = json.loads(raw)
     # Sorted keys, two-space indent, UTF-8 text: the one encoding of this value.
     expected = json.dumps(

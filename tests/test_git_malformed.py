@@ -137,13 +137,47 @@ def drop(name: bytes) -> Callable[[GitRepo, Entries], None]:
     return change
 
 
-def edit_messages(change: Callable[[GitRepo, Entries], None]) -> Callable[[GitRepo, Entries], None]:
+def edit_message_folders(
+    change: Callable[[GitRepo, Entries], None],
+) -> Callable[[GitRepo, Entries], None]:
+    """Change the entries of ``messages/`` (its folders ``0000``, ``0001``, ...)."""
+
     def outer(git: GitRepo, entries: Entries) -> None:
         inner = entries_of(git, entries[b"messages"][1])
         change(git, inner)
         entries[b"messages"] = (TREE, tree(git, inner))
 
     return outer
+
+
+def edit_messages(change: Callable[[GitRepo, Entries], None]) -> Callable[[GitRepo, Entries], None]:
+    """Change the message files of ``messages/0000`` (messages 0 to 99)."""
+
+    def folder(git: GitRepo, entries: Entries) -> None:
+        inner = entries_of(git, entries[b"0000"][1])
+        change(git, inner)
+        entries[b"0000"] = (TREE, tree(git, inner))
+
+    return edit_message_folders(folder)
+
+
+def split_folder(git: GitRepo, entries: Entries) -> None:
+    """Move the last message of folder 0000 into folder 0001 as message 100."""
+    inner = entries_of(git, entries[b"0000"][1])
+    moved = inner.pop(b"000003-assistant.json")
+    entries[b"0000"] = (TREE, tree(git, inner))
+    entries[b"0001"] = (TREE, tree(git, {b"000100-assistant.json": moved}))
+
+
+def append_a_repeated_number(git: GitRepo, entries: Entries) -> None:
+    """The parent's folder plus one file sorting last ("1-…" after "000…") numbered 1 again:
+    the import reads only the appended entries of such a folder, and must still see it."""
+    entries.pop(b"000003-assistant.json")
+    entries[b"1-again.json"] = entries[b"000001-assistant.json"]
+
+
+def empty_folder(git: GitRepo, entries: Entries) -> None:
+    entries[b"0000"] = (TREE, tree(git, {}))
 
 
 def rename_message(old: bytes, new: bytes) -> Callable[[GitRepo, Entries], None]:
@@ -300,7 +334,7 @@ CASES = [
     tip("state bytes under JSON codec", state_value({"__bytes__": "AA=="}), "bytes"),
     tip("state under an unknown codec", edit_info(state_codec="zzz"), "unknown serializer"),
     Case("state int with 5000 digits", long_integer_digits, "not valid JSON"),
-    tip("message not JSON", message_file(b"{"), "messages/000002-assistant.json is not valid"),
+    tip("message not JSON", message_file(b"{"), "messages/0000/000002-assistant.json is not valid"),
     tip("message a list", message_file(b"[1]"), "must hold a JSON object"),
     tip("message bad float marker", message_file(b'{"x": {"__float__": "abc"}}'), "__float__"),
     tip("message bad map marker", message_file(b'{"x": {"__map__": [1]}}'), "__map__"),
@@ -310,12 +344,12 @@ CASES = [
     tip("message too deep to store", message_file(f'{{"x": {deep(600)}}}'.encode()), "deep"),
     tip(
         "message file badly named",
-        edit_messages(rename_message(b"000001-user.json", b"abc.json")),
+        edit_messages(rename_message(b"000000-user.json", b"abc.json")),
         "named like",
     ),
     tip(
         "message name not UTF-8",
-        edit_messages(rename_message(b"000001-user.json", b"\xff-u.json")),
+        edit_messages(rename_message(b"000000-user.json", b"\xff-u.json")),
         "not UTF-8",
     ),
     tip(
@@ -337,6 +371,51 @@ CASES = [
         "message a folder", edit_messages(set_entry(b"000002-assistant.json", TREE, None)), "folder"
     ),
     tip("messages a file", set_entry(b"messages", FILE), "messages is a file"),
+    tip(
+        "message folder badly named",
+        edit_message_folders(rename_message(b"0000", b"first")),
+        "folders named by number",
+    ),
+    tip(
+        "message folder a file",
+        edit_message_folders(set_entry(b"0000", FILE)),
+        "messages/0000 is a file",
+    ),
+    tip(
+        "message folders with a gap",
+        edit_message_folders(rename_message(b"0000", b"0001")),
+        "messages/0001 must hold messages 100 to 199",
+    ),
+    tip(
+        "message folder not full before the next",
+        edit_message_folders(split_folder),
+        "holds 3 messages where every folder but the last holds 100",
+    ),
+    tip(
+        "message in the wrong folder",
+        edit_messages(rename_message(b"000003-assistant.json", b"000103-assistant.json")),
+        "messages/0000 must hold messages 0 to 99",
+    ),
+    tip(
+        "message number repeated by an appended file",
+        edit_messages(append_a_repeated_number),
+        "two message files have number 1",
+    ),
+    tip(
+        "message folder number repeated",
+        edit_message_folders(lambda git, entries: entries.update({b"00": entries[b"0000"]})),
+        "two message folders have number 0",
+    ),
+    tip(
+        "message folder empty",
+        edit_message_folders(empty_folder),
+        "is empty",
+    ),
+    tip(
+        "format 1 named over a format 2 tree",
+        edit_info(format=1),
+        "unexpected file messages/'0000'",
+    ),
     tip("state.json a symlink", set_entry(b"state.json", LINK), "symbolic link"),
     tip("statevcs.json a submodule", set_entry(b"statevcs.json", GITLINK, b"4" * 40), "submodule"),
     tip(

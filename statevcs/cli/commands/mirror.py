@@ -7,14 +7,46 @@ they say what to install.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ...mirror.git import export_git as write_mirror
 from ...mirror.git import import_git as read_mirror
-from ..context import current_state, json_option
+from ..context import State, current_state, json_option
 from ..rendering import emit_json, plural, text
+
+if TYPE_CHECKING:
+    from ...mirror.git.reports import Progress
+
+
+@contextmanager
+def progress_bar(state: State, as_json: bool) -> Iterator[Progress | None]:
+    """A progress bar on stderr when it is a terminal (gone when done), else nothing."""
+    if as_json or not state.err.is_terminal:
+        yield None
+        return
+    # rich's progress machinery only for the commands that show one.
+    from rich import progress as bars
+
+    bar = bars.Progress(
+        bars.TextColumn("{task.description}", markup=False),
+        bars.BarColumn(),
+        bars.MofNCompleteColumn(),
+        bars.TimeElapsedColumn(),
+        console=state.err,
+        transient=True,
+    )
+    with bar:
+        task = bar.add_task("starting", total=None)
+
+        def advance(what: str, done: int, total: int) -> None:
+            bar.update(task, description=f"{what} commits", completed=done, total=total)
+
+        yield advance
 
 
 @click.command("export-git")
@@ -33,7 +65,10 @@ def export_git(
 ) -> None:
     """Mirror history into the git repository TARGET (created if missing); optionally push."""
     state = current_state()
-    report = write_mirror(state.repo(), target, branch=branch_name, push=push_url, force=force)
+    with progress_bar(state, as_json) as progress:
+        report = write_mirror(
+            state.repo(), target, branch=branch_name, push=push_url, force=force, progress=progress
+        )
     if as_json:
         emit_json(dataclasses.asdict(report))
         return
@@ -63,7 +98,8 @@ def export_git(
 def import_git(source: Path, as_json: bool) -> None:
     """Read a git mirror written by export-git back into this repository."""
     state = current_state()
-    report = read_mirror(state.repo(), source)
+    with progress_bar(state, as_json) as progress:
+        report = read_mirror(state.repo(), source, progress=progress)
     if as_json:
         emit_json(dataclasses.asdict(report))
         return

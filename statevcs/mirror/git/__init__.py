@@ -1,11 +1,13 @@
 """Mirror statevcs history into a git repository any git tool can read, and read it back.
 
 Each statevcs commit becomes a git commit with the same author, time, message and parent shape.
-Its tree holds one pretty-printed JSON file per message (``messages/000001-user.json``), the
-state (``state.json``), the extras (``extras.json``) and ``statevcs.json`` (ids, snapshot kind,
-state codec and the exact commit fields), so :func:`import_git` rebuilds identical snapshot and
-commit ids. Exports are incremental: a map of statevcs ids to git shas, stored in the git
-repository (``statevcs-map`` in its git folder), lets a second export write only new commits.
+Its tree holds one pretty-printed JSON file per message, numbered from 0 and a hundred to a
+folder (``messages/0000/000000-user.json``), the state (``state.json``), the extras
+(``extras.json``) and ``statevcs.json`` (mirror format, ids, snapshot kind, state codec and the
+exact commit fields), so :func:`import_git` rebuilds identical snapshot and commit ids. It also
+reads mirrors of format 1 (one flat ``messages/`` folder numbered from 1). Exports are
+incremental: a map of statevcs ids to git shas, stored in the git repository (``statevcs-map``
+in its git folder), lets a second export write only new commits.
 
 One statevcs commit always gives one git commit, whichever process exports it: ``statevcs.json``
 is written with sorted keys (metadata included), and message, state and extras files keep the
@@ -29,7 +31,8 @@ Like dulwich's porcelain, the entry points are functions taking a repository::
 
 One module per job: :mod:`~statevcs.mirror.git.jsonmap` (values to JSON and back),
 :mod:`~statevcs.mirror.git.layout` (what a mirror holds and reading it from git),
-:mod:`~statevcs.mirror.git.export` (+ :mod:`~statevcs.mirror.git.push`) and
+:mod:`~statevcs.mirror.git.export` (+ :mod:`~statevcs.mirror.git.packs` and
+:mod:`~statevcs.mirror.git.push`) and
 :mod:`~statevcs.mirror.git.import_`. Needs the ``git`` extra (dulwich):
 ``pip install 'statevcs[git]'``.
 """
@@ -39,8 +42,8 @@ from __future__ import annotations
 from .export import export_git
 from .import_ import import_git
 from .jsonmap import MAX_DEPTH, dump_json, from_json, to_json
-from .layout import MAP_FILE, MAX_FILE_SIZE, MIRROR_FORMAT, MIRROR_SECTION
-from .reports import ExportReport, ImportReport
+from .layout import MAP_FILE, MAX_FILE_SIZE, MIRROR_FORMAT, MIRROR_SECTION, READ_FORMATS
+from .reports import ExportReport, ImportReport, Progress
 
 __all__ = [
     "MAP_FILE",
@@ -48,8 +51,10 @@ __all__ = [
     "MAX_FILE_SIZE",
     "MIRROR_FORMAT",
     "MIRROR_SECTION",
+    "READ_FORMATS",
     "ExportReport",
     "ImportReport",
+    "Progress",
     "dump_json",
     "export_git",
     "from_json",

@@ -12,7 +12,9 @@ import base64
 import math
 import os
 import re
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,19 +27,22 @@ from ...refs import BRANCH_PREFIX, HEAD, TAG_PREFIX, branch_ref
 from ...repo import Repo
 from ...serializers import JSONSerializer, serializer_for
 from ...snapshot import read_values, stored_messages
+from ...structures import prolly
 from ...structures.maps import read_map
+from ...structures.prolly import prefix_length
 from .jsonmap import dump_json, to_json
 from .layout import (
-    FILE_MODE,
     HEX_ID,
+    MESSAGES_PER_FOLDER,
     MIRROR_FILES,
     MIRROR_FORMAT,
     MIRROR_SECTION,
-    TREE_MODE,
     branch_and_tag_commits,
     is_marked,
     listing,
     map_path,
+    message_file,
+    message_folder,
     oid,
     parents_first,
     read_info,
@@ -46,8 +51,19 @@ from .layout import (
     symbolic_head,
     utf8,
 )
+from .packs import (
+    BLOB,
+    COMMIT,
+    FILE_ENTRY,
+    TREE,
+    TREE_ENTRY,
+    raw_object,
+    tree_data,
+    tree_entry,
+    write_pack,
+)
 from .push import fix_remote_head, push_refs
-from .reports import ExportReport
+from .reports import ExportReport, Progress
 
 if TYPE_CHECKING:
     from dulwich.objects import ObjectID
@@ -57,6 +73,8 @@ _ROLE = re.compile(r"[^a-z0-9_-]+")
 _AUTHOR = re.compile(r"^(?P<name>[^<>\n]*?)\s*<(?P<email>[^<>\n]*)>$")
 _GIT_SHA = re.compile(rb"[0-9a-f]{40}")
 _FLUSH_EVERY = 20_000
+_CONVERSATIONS_KEPT = 64
+"""Conversations an export keeps to diff children against (a fork's parent may fall out)."""
 
 
 def export_git(
@@ -66,6 +84,7 @@ def export_git(
     branch: str | None = None,
     push: str | None = None,
     force: bool = False,
+    progress: Progress | None = None,
 ) -> ExportReport:
     """Mirror the history of ``repo`` into the git repository at ``target``.
 
@@ -77,7 +96,8 @@ def export_git(
     branch and tag is exported, or only ``branch``. Exports are incremental. ``push`` then
     pushes the exported refs to a git remote URL or path (``force`` also allows non
     fast-forward updates, after a ``statevcs reset`` for example) and points the remote's
-    ``HEAD`` at the exported default branch when it named none.
+    ``HEAD`` at the exported default branch when it named none. ``progress``, when given, is
+    called with ``("exporting", commits written, commits to write)`` after each commit.
     """
     require_dulwich()
     if not isinstance(repo, Repo):
@@ -90,6 +110,8 @@ def export_git(
         raise TypeError(f"push must be a str or None, not {type(push).__name__}")
     if not isinstance(force, bool):
         raise TypeError(f"force must be a bool, not {type(force).__name__}")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be callable or None, not {type(progress).__name__}")
     path = Path(target)
     if "\x00" in str(path):
         raise GitMirrorError("the mirror path contains a NUL character; choose another path")
@@ -97,7 +119,7 @@ def export_git(
     wanted = _export_refs(repo, branch)
     git, created = _open_or_init(path)
     try:
-        head = _export(repo, git, path, wanted, branch, created, force, report)
+        head = _export(repo, git, path, wanted, branch, created, force, report, progress)
         if push is not None:
             push_refs(git, push, list(wanted), force, report)
             default = head if head is not None and head in wanted else None
@@ -116,6 +138,7 @@ def _export(
     created: bool,
     force: bool,
     report: ExportReport,
+    progress: Progress | None = None,
 ) -> str | None:
     """Write the commits ``wanted`` reaches that the mirror lacks, then move the mirror's refs.
 
@@ -165,8 +188,8 @@ def _export(
 
     graph = CommitGraph(repo.objects)
     todo = topological_order(graph, dict.fromkeys(wanted.values()), stop=done)
-    exporter = _Exporter(repo, git, report)
-    for commit_id in todo:
+    exporter = _Exporter(repo, git, report, fresh)
+    for done_count, commit_id in enumerate(todo, start=1):
         commit = graph.commit(commit_id)
         parents = [ids.to_git[p] for p in commit.parents]
         try:
@@ -177,6 +200,8 @@ def _export(
                 f"{path} were not moved"
             ) from exc
         ids.add(commit_id, sha)
+        if progress is not None:
+            progress("exporting", done_count, len(todo))
     exporter.flush()
     ids.save()
     report.commits_exported = len(todo)
@@ -232,7 +257,9 @@ def _export_refs(repo: Repo, branch: str | None) -> dict[str, ObjectId]:
 
 
 def _default_head(repo: Repo, wanted: Mapping[str, ObjectId]) -> str:
-    head = repo.head_branch
+    # The repository's stored default branch, not this handle's: a clone's HEAD is the
+    # remote's, whichever branch one process happened to check out.
+    head = repo.default_branch
     if head is not None and branch_ref(head) in wanted:
         return branch_ref(head)
     branches = sorted(n for n in wanted if n.startswith(BRANCH_PREFIX))
@@ -413,50 +440,138 @@ def _utc(micros: int) -> datetime:
         ) from None
 
 
+@dataclass(frozen=True, slots=True)
+class _Conversation:
+    """A conversation written to the mirror: its message ids and git trees."""
+
+    ids: list[ObjectId]
+    tree_length: int
+    """How many of ``ids`` the snapshot's prolly list holds (the rest is its tail)."""
+    root: ObjectId
+    folders: list[ObjectID]
+    """The git tree of each ``messages/`` folder, in order."""
+    sha: ObjectID | None
+    """The ``messages/`` tree (``None`` for an empty conversation, which has none)."""
+
+
 class _Exporter:
     """Builds git objects for statevcs commits, sharing blobs and trees between commits."""
 
-    def __init__(self, repo: Repo, git: GitRepo, report: ExportReport) -> None:
+    def __init__(self, repo: Repo, git: GitRepo, report: ExportReport, fresh: bool) -> None:
         self.repo = repo
         self.objects = repo.objects
         self.store = git.object_store
         self.report = report
-        self.pending: list[tuple[Any, None]] = []
-        self.pending_ids: set[bytes] = set()
+        self.pending: list[Any] = []
+        self.known: set[bytes] = set()
+        """Objects written by this export or found in the mirror: each is looked up once."""
+        self.check_store = not fresh
+        """A fresh mirror holds nothing to look up."""
         self.message_blobs: dict[ObjectId, tuple[str, ObjectID]] = {}
-        self.message_trees: dict[tuple[ObjectId, tuple[ObjectId, ...]], ObjectID | None] = {}
+        self.folder_entries: dict[tuple[int, ObjectId], bytes] = {}
+        self.conversations: OrderedDict[tuple[ObjectId, tuple[ObjectId, ...]], _Conversation] = (
+            OrderedDict()
+        )
+        self.commit_keys: dict[ObjectId, tuple[ObjectId, tuple[ObjectId, ...]]] = {}
         self.map_blobs: dict[tuple[bytes, str], ObjectID] = {}
         self.json = JSONSerializer()
 
-    def add(self, obj: Any) -> ObjectID:
-        sha: ObjectID = obj.id
-        if sha not in self.pending_ids and sha not in self.store:
-            self.pending.append((obj, None))
-            self.pending_ids.add(sha)
+    def add(self, type_num: int, data: bytes) -> ObjectID:
+        """Write the git object of ``type_num`` holding ``data`` unless the mirror has it."""
+        obj = raw_object(type_num, data)
+        sha = oid(obj.sha)
+        if sha in self.known:
+            return sha
+        self.known.add(sha)
+        if not (self.check_store and sha in self.store):
+            self.pending.append(obj)
             if len(self.pending) >= _FLUSH_EVERY:
                 self.flush()
         return sha
 
     def flush(self) -> None:
         if self.pending:
-            self.store.add_objects(self.pending)
+            write_pack(self.store, self.pending)
             self.report.objects_written += len(self.pending)
             self.pending = []
-            self.pending_ids = set()
 
     def blob(self, data: bytes) -> ObjectID:
-        from dulwich.objects import Blob
+        return self.add(BLOB, data)
 
-        return self.add(Blob.from_string(data))
+    def folder_entry(self, index: int, message_id: ObjectId) -> bytes:
+        """The tree entry of message ``index`` in its folder, serialized once per export."""
+        key = (index, message_id)
+        found = self.folder_entries.get(key)
+        if found is None:
+            role, blob = self.message_blobs[message_id]
+            found = tree_entry(FILE_ENTRY, message_file(index, role).encode(), blob)
+            self.folder_entries[key] = found
+        return found
 
-    def messages_tree(self, snap: SnapshotObject) -> ObjectID | None:
+    def messages_tree(self, snap: SnapshotObject, base: _Conversation | None) -> _Conversation:
+        """The ``messages/`` tree of ``snap``, rewriting only the folders that differ from
+        ``base`` (the first parent's conversation): O(folder size + folders) for an append."""
         key = (snap.messages, snap.tail)
-        if key in self.message_trees:
-            return self.message_trees[key]
-        from dulwich.objects import Tree
+        found = self.conversations.get(key)
+        if found is not None:
+            self.conversations.move_to_end(key)
+            return found
+        ids = self._message_ids(snap, base)
+        size = MESSAGES_PER_FOLDER
+        start = 0
+        folders: list[ObjectID] = []
+        if base is not None:
+            start = prefix_length(base.ids, ids) // size
+            folders = base.folders[:start]
+        self._message_blobs(ids[start * size :])
+        for first in range(start * size, len(ids), size):
+            # Names in a folder have one width and sort by number: no sorting needed.
+            entries = [
+                self.folder_entry(index, ids[index])
+                for index in range(first, min(first + size, len(ids)))
+            ]
+            folders.append(self.add(TREE, b"".join(entries)))
+        sha: ObjectID | None = None
+        if folders:
+            sha = self.add(
+                TREE,
+                tree_data(
+                    (TREE_ENTRY, message_folder(number * size).encode(), folder_sha)
+                    for number, folder_sha in enumerate(folders)
+                ),
+            )
+        found = self.conversations[key] = _Conversation(
+            ids, len(ids) - len(snap.tail), snap.messages, folders, sha
+        )
+        if len(self.conversations) > _CONVERSATIONS_KEPT:
+            self.conversations.popitem(last=False)
+        return found
 
-        ids = stored_messages(self.objects, snap).ids(self.objects)
+    def _message_ids(self, snap: SnapshotObject, base: _Conversation | None) -> list[ObjectId]:
+        """Every message id of ``snap``, from ``base``'s ids and a diff of the prolly trees."""
+        if base is None:
+            return stored_messages(self.objects, snap).ids(self.objects)
+        if snap.messages == base.root:
+            return [*base.ids[: base.tree_length], *snap.tail]
+        change = prolly.diff(self.objects, base.root, snap.messages)
+        tree_ids = base.ids[: min(change.old_length, change.new_length)]
+        for item in change.changes:
+            if item.new is None:
+                continue
+            if item.index < len(tree_ids):
+                tree_ids[item.index] = item.new
+            else:
+                tree_ids.append(item.new)
+        if len(tree_ids) != change.new_length:
+            # A damaged list; reading it whole raises the error that names it.
+            return stored_messages(self.objects, snap).ids(self.objects)
+        return [*tree_ids, *snap.tail]
+
+    def _message_blobs(self, ids: Sequence[ObjectId]) -> None:
+        """Write the blobs of the messages in ``ids`` not written yet in this export."""
         missing = [i for i in dict.fromkeys(ids) if i not in self.message_blobs]
+        if not missing:
+            return
         values = self.objects.load_values(missing)
         for object_id in missing:
             doc = values[object_id]
@@ -465,15 +580,6 @@ class _Exporter:
                 _role_of(message),
                 self.blob(dump_json(to_json(message))),
             )
-        sha: ObjectID | None = None
-        if ids:
-            tree = Tree()
-            for index, object_id in enumerate(ids, start=1):
-                role, blob = self.message_blobs[object_id]
-                tree.add(f"{index:06d}-{role}.json".encode(), FILE_MODE, blob)
-            sha = self.add(tree)
-        self.message_trees[key] = sha
-        return sha
 
     def state_blob(self, snapshot_id: ObjectId, snap: SnapshotObject) -> ObjectID:
         codec = snap.state_codec
@@ -526,7 +632,6 @@ class _Exporter:
     ) -> ObjectID:
         """Write the git commit of statevcs commit ``commit_id`` (its parents are written)."""
         from dulwich.objects import Commit as GitCommit
-        from dulwich.objects import Tree
 
         snap = self.objects.load_snapshot(commit.snapshot)
         moment = _utc(commit.timestamp_us)
@@ -546,15 +651,21 @@ class _Exporter:
             # sorted keys not depend on that.
             "metadata": to_json(canonical(commit.metadata)),
         }
-        tree = Tree()
-        messages = self.messages_tree(snap)
-        if messages is not None:
-            tree.add(b"messages", TREE_MODE, messages)
-        tree.add(b"state.json", FILE_MODE, self.state_blob(commit.snapshot, snap))
-        tree.add(b"extras.json", FILE_MODE, self.extras_blob(snap.extras))
-        tree.add(b"statevcs.json", FILE_MODE, self.blob(dump_json(info, sort_keys=True)))
+        base = None
+        if commit.parents:
+            parent_key = self.commit_keys.get(commit.parents[0])
+            base = self.conversations.get(parent_key) if parent_key is not None else None
+        conversation = self.messages_tree(snap, base)
+        self.commit_keys[commit_id] = (snap.messages, snap.tail)
+        entries = [
+            (FILE_ENTRY, b"state.json", self.state_blob(commit.snapshot, snap)),
+            (FILE_ENTRY, b"extras.json", self.extras_blob(snap.extras)),
+            (FILE_ENTRY, b"statevcs.json", self.blob(dump_json(info, sort_keys=True))),
+        ]
+        if conversation.sha is not None:
+            entries.append((TREE_ENTRY, b"messages", conversation.sha))
         git_commit = GitCommit()
-        git_commit.tree = self.add(tree)
+        git_commit.tree = self.add(TREE, tree_data(entries))
         git_commit.parents = list(parents)
         git_commit.author = git_commit.committer = _git_author(commit.author)
         seconds = math.floor(moment.timestamp())
@@ -562,4 +673,4 @@ class _Exporter:
         git_commit.author_timezone = git_commit.commit_timezone = 0
         text = commit.message if commit.message.endswith("\n") else commit.message + "\n"
         git_commit.message = utf8(text, f"the message of commit {to_hex(commit_id)[:12]}")
-        return self.add(git_commit)
+        return self.add(COMMIT, git_commit.as_raw_string())

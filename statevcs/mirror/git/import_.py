@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,13 +30,16 @@ from ...repo import Repo
 from ...serializers import JSONSerializer, serializer_for
 from ...snapshot import MessageBase, Snapshot, StoredMessages
 from ...structures.chunking import Chunker, chunker_for
+from ...structures.prolly import prefix_length
 from .jsonmap import from_json, parse_json
 from .layout import (
     GITLINK_MODE,
     HEX_ID,
     KIND_MASK,
+    MESSAGES_PER_FOLDER,
     MIRROR_FILES,
     MIRROR_FORMAT,
+    READ_FORMATS,
     REGULAR_KIND,
     SYMLINK_MODE,
     TREE_MODE,
@@ -44,13 +48,15 @@ from .layout import (
     is_marked,
     listing,
     parents_first,
+    parse_entries,
     require_dulwich,
     show,
     symbolic_head,
+    tree_data,
     tree_entries,
     utf8,
 )
-from .reports import ImportReport
+from .reports import ImportReport, Progress
 
 if TYPE_CHECKING:
     from dulwich.objects import Commit as GitCommit
@@ -61,7 +67,9 @@ _MESSAGE_FILE = re.compile(r"([0-9]{1,12})-[^/]*\.json")
 _KNOWN_ENTRIES = frozenset({b"messages", *(name.encode() for name in MIRROR_FILES)})
 
 
-def import_git(repo: Repo, source: str | os.PathLike[str]) -> ImportReport:
+def import_git(
+    repo: Repo, source: str | os.PathLike[str], *, progress: Progress | None = None
+) -> ImportReport:
     """Read a git mirror written by :func:`~statevcs.mirror.git.export_git` into ``repo``.
 
     Commits exported from statevcs come back with identical snapshot and commit ids (checked:
@@ -72,13 +80,17 @@ def import_git(repo: Repo, source: str | os.PathLike[str]) -> ImportReport:
 
     Every commit is read and validated before anything is written: a repository that is not a
     statevcs mirror, or a damaged or hand-broken one, raises :class:`GitMirrorError` naming the
-    git commit and the problem, and leaves every ref as it was.
+    git commit and the problem, and leaves every ref as it was. ``progress``, when given, is
+    called with ``("reading", commits read, commits)`` while commits are read and checked, then
+    with ``("importing", commits written, commits to write)``.
     """
     require_dulwich()
     if not isinstance(repo, Repo):
         raise TypeError(f"repo must be a statevcs.Repo, not {type(repo).__name__}")
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"source must be a path (str or os.PathLike), not {type(source).__name__}")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be callable or None, not {type(progress).__name__}")
     path = Path(source)
     report = ImportReport(source=str(path))
     git = _open_existing(path)
@@ -86,8 +98,8 @@ def import_git(repo: Repo, source: str | os.PathLike[str]) -> ImportReport:
         refs = _import_refs(git, report)
         _check_is_mirror(git, path, refs)
         importer = _Importer(repo, git, report)
-        plans = _plan(repo, git, importer, refs)
-        to_svc = _write_commits(repo, importer, plans, report)
+        plans = _plan(repo, git, importer, refs, progress)
+        to_svc = _write_commits(repo, importer, plans, report, progress)
         _move_refs(repo, path, refs, to_svc, report)
         _adopt_head(repo, git)
     finally:
@@ -99,6 +111,8 @@ def import_git(repo: Repo, source: str | os.PathLike[str]) -> ImportReport:
 class _Info:
     """A validated ``statevcs.json``."""
 
+    format: int
+    """The layout of the commit's tree (see :data:`~statevcs.mirror.git.layout.READ_FORMATS`)."""
     commit: str
     parents: tuple[str, ...]
     snapshot: str
@@ -136,14 +150,15 @@ def _parse_info(data: bytes) -> _Info:
     if not isinstance(info, dict):
         raise GitMirrorError(f"statevcs.json must hold a JSON object, not {_kind(info)}")
     version = info.get("format")
-    if type(version) is not int or version != MIRROR_FORMAT:
+    if type(version) is not int or version not in READ_FORMATS:
         if type(version) is int and version > MIRROR_FORMAT:
             raise GitMirrorError(
                 f"statevcs.json has mirror format {version}, newer than this statevcs reads "
                 f"({MIRROR_FORMAT}); upgrade statevcs"
             )
         raise GitMirrorError(
-            f"statevcs.json: 'format' must be {MIRROR_FORMAT}, not {info.get('format')!r:.40}"
+            f"statevcs.json: 'format' must be one of {', '.join(map(str, READ_FORMATS))}, not "
+            f"{info.get('format')!r:.40}"
         )
     parents = info.get("parents")
     if not isinstance(parents, list):
@@ -169,6 +184,7 @@ def _parse_info(data: bytes) -> _Info:
     _check_document(metadata, "statevcs.json metadata")
     _check_metadata_keys(metadata)
     return _Info(
+        format=version,
         commit=_hex_field(info.get("commit"), "'commit'"),
         parents=tuple(_hex_field(p, "each of 'parents'") for p in parents),
         snapshot=_hex_field(info.get("snapshot"), "'snapshot'"),
@@ -244,6 +260,17 @@ def _file_entry(
     raise GitMirrorError(f"{name} is {found}, not {wanted}; replace it with {wanted}")
 
 
+def _entry_name(raw_name: bytes, where: str) -> str:
+    """A tree entry's name as text, refusing names that are not UTF-8."""
+    try:
+        return raw_name.decode("utf-8")
+    except UnicodeDecodeError:
+        raise GitMirrorError(
+            f"{where} holds an entry whose name is not UTF-8 ({raw_name!r:.60}); message "
+            "files are named like 000000-user.json"
+        ) from None
+
+
 @dataclass(frozen=True)
 class _Parts:
     """The validated files of one mirror commit."""
@@ -261,7 +288,13 @@ class _Importer:
         self.git = git
         self.report = report
         self.messages: dict[bytes, dict[Any, Any]] = {}
-        self.lists: dict[bytes, tuple[bytes, ...]] = {}
+        self.lists: dict[tuple[int, bytes], tuple[bytes, ...]] = {}
+        self.folders: dict[tuple[int, bytes], tuple[bytes, ...]] = {}
+        self.checked: dict[tuple[bytes, int, bytes], int] = {}
+        self.last_folder: dict[str, tuple[bytes, dict[int, bytes]]] = {}
+        """Per folder path, the last tree read there and its files by number."""
+        self.folder_entries: dict[tuple[bytes, int, bytes], tuple[int, tuple[bytes, ...]]] = {}
+        """Message file entries (name, mode, sha) checked already, with their numbers."""
         self.states: dict[tuple[bytes, str], dict[str, bytes]] = {}
         self.extras: dict[bytes, dict[str, Any]] = {}
         self.ignored: set[bytes] = set()
@@ -282,7 +315,7 @@ class _Importer:
     def _json(self, sha: bytes, name: str) -> Any:
         return parse_json(git_blob(self.git, sha, name), name)
 
-    def parts(self, entries: Mapping[bytes, tuple[int, bytes]], codec: str) -> _Parts:
+    def parts(self, entries: Mapping[bytes, tuple[int, bytes]], info: _Info) -> _Parts:
         """Validate a commit's files (everything but statevcs.json) and return their shas."""
         for name in entries:
             if name not in _KNOWN_ENTRIES and name not in self.ignored:
@@ -293,10 +326,12 @@ class _Importer:
                 )
         messages: tuple[bytes, ...] = ()
         if b"messages" in entries:
-            messages = self._messages(_file_entry(entries, "messages", folder=True))
+            folder = _file_entry(entries, "messages", folder=True)
+            read = self._flat_messages if info.format == 1 else self._messages
+            messages = read(folder)
         state = _file_entry(entries, "state.json")
         extras = _file_entry(entries, "extras.json")
-        self._state(state, codec)
+        self._state(state, info.codec)
         self._extras(extras)
         return _Parts(messages, state, extras)
 
@@ -304,31 +339,110 @@ class _Importer:
         """Return the snapshot of validated ``parts``."""
         return Snapshot.model_construct(
             kind=kind,
-            messages=[self.messages[sha] for sha in parts.messages],
+            messages=list(map(self.messages.__getitem__, parts.messages)),
             state=dict(self._state(parts.state, codec)),
             extras=dict(self._extras(parts.extras)),
         )
 
     def _messages(self, tree_sha: bytes) -> tuple[bytes, ...]:
-        found = self.lists.get(tree_sha)
+        """The message blobs of a format 2 ``messages/`` tree: folders of numbered files.
+
+        Each folder is read once (an append changes one folder), so a commit costs the
+        folder list plus the folders that changed.
+        """
+        found = self.lists.get((2, tree_sha))
         if found is not None:
             return found
-        numbered: dict[int, bytes] = {}
+        folders: dict[int, tuple[bytes, ...]] = {}
         for raw_name, (mode, sha) in tree_entries(self.git, tree_sha).items():
-            try:
-                name = raw_name.decode("utf-8")
-            except UnicodeDecodeError:
+            seen = self.folder_entries.get((raw_name, mode, sha))
+            if seen is not None and seen[0] not in folders:
+                # A folder entry checked in an earlier commit's messages/.
+                folders[seen[0]] = seen[1]
+                continue
+            name = _entry_name(raw_name, "messages/")
+            if not name.isdigit() or not name.isascii():
                 raise GitMirrorError(
-                    f"messages/ holds a file whose name is not UTF-8 ({raw_name!r:.60}); message "
-                    "files are named like 000001-user.json"
-                ) from None
+                    f"unexpected entry messages/{name!r:.60} in the mirror; messages/ holds "
+                    "folders named by number (0000, 0001, ...) of files named like "
+                    "000000-user.json"
+                )
+            number = int(name)
+            if number in folders:
+                raise GitMirrorError(f"two message folders have number {number} (messages/{name})")
+            path = f"messages/{name}"
+            folder = _file_entry({path.encode(): (mode, sha)}, path, folder=True)
+            folders[number] = self._folder(folder, number, path)
+            self.folder_entries[(raw_name, mode, sha)] = (number, folders[number])
+        if sorted(folders) != list(range(len(folders))):
+            found_numbers = listing([str(n) for n in sorted(folders)])
+            raise GitMirrorError(
+                f"message folders must be numbered 0 to {len(folders) - 1} without gaps; found "
+                f"{found_numbers}"
+            )
+        size = MESSAGES_PER_FOLDER
+        for number in range(len(folders) - 1):
+            if len(folders[number]) != size:
+                raise GitMirrorError(
+                    f"message folder {number:04d} holds {len(folders[number])} messages where "
+                    f"every folder but the last holds {size}: messages are numbered from 0 "
+                    "without gaps, a hundred to a folder"
+                )
+        found = self.lists[(2, tree_sha)] = tuple(
+            chain.from_iterable(folders[number] for number in range(len(folders)))
+        )
+        return found
+
+    def _folder(self, tree_sha: bytes, number: int, where: str) -> tuple[bytes, ...]:
+        """The message blobs of folder ``number`` of a format 2 ``messages/`` tree."""
+        key = (number, tree_sha)
+        found = self.folders.get(key)
+        if found is not None:
+            return found
+        first = number * MESSAGES_PER_FOLDER
+        numbered = self._numbered(tree_sha, where)
+        if not numbered:
+            raise GitMirrorError(f"the message folder {where} is empty; remove it")
+        expected = list(range(first, first + len(numbered)))
+        if sorted(numbered) != expected or len(numbered) > MESSAGES_PER_FOLDER:
+            raise GitMirrorError(
+                f"{where} must hold messages {first} to {first + MESSAGES_PER_FOLDER - 1} "
+                f"(the last folder fewer), numbered without gaps; found "
+                f"{listing([str(n) for n in sorted(numbered)])}"
+            )
+        found = self.folders[key] = tuple(numbered[n] for n in expected)
+        return found
+
+    def _numbered(self, tree_sha: bytes, where: str) -> dict[int, bytes]:
+        """The message files of one folder by number, each parsed and checked once."""
+        data = tree_data(self.git, tree_sha)
+        numbered: dict[int, bytes] = {}
+        new = data
+        previous = self.last_folder.get(where)
+        if previous is not None and len(data) > len(previous[0]) and data.startswith(previous[0]):
+            # The folder the parent's commit had, with messages appended: only the new
+            # entries are read (tree entries are self-delimiting, so the rest parses alone).
+            numbered = dict(previous[1])
+            new = data[len(previous[0]) :]
+        for raw_name, mode, sha in parse_entries(new, tree_sha):
+            checked = self.checked.get((raw_name, mode, sha))
+            if checked is not None:
+                # An entry seen in another folder tree (the one before this append):
+                # checked and parsed already.
+                if checked in numbered:
+                    raise GitMirrorError(
+                        f"two message files have number {checked} ({where}/{raw_name!r:.60})"
+                    )
+                numbered[checked] = sha
+                continue
+            name = _entry_name(raw_name, f"{where}/")
             match = _MESSAGE_FILE.fullmatch(name)
             if match is None:
                 raise GitMirrorError(
-                    f"unexpected file messages/{name!r:.60} in the mirror; message files are "
-                    "named like 000001-user.json"
+                    f"unexpected file {where}/{name!r:.60} in the mirror; message files are "
+                    "named like 000000-user.json"
                 )
-            path = f"messages/{name}"
+            path = f"{where}/{name}"
             _file_entry({path.encode(): (mode, sha)}, path)
             number = int(match.group(1))
             if number in numbered:
@@ -340,12 +454,22 @@ class _Importer:
                     raise GitMirrorError(f"{path} must hold a JSON object, not {_kind(message)}")
                 _check_document(message, path)
                 self.messages[sha] = message
+            self.checked[(raw_name, mode, sha)] = number
+        self.last_folder[where] = (data, numbered)
+        return numbered
+
+    def _flat_messages(self, tree_sha: bytes) -> tuple[bytes, ...]:
+        """The message blobs of a format 1 ``messages/`` tree: files numbered from 1."""
+        found = self.lists.get((1, tree_sha))
+        if found is not None:
+            return found
+        numbered = self._numbered(tree_sha, "messages")
         if sorted(numbered) != list(range(1, len(numbered) + 1)):
             raise GitMirrorError(
                 f"message files must be numbered 1 to {len(numbered)} without gaps; found "
                 f"{listing([str(n) for n in sorted(numbered)])}"
             )
-        found = self.lists[tree_sha] = tuple(numbered[n] for n in sorted(numbered))
+        found = self.lists[(1, tree_sha)] = tuple(numbered[n] for n in sorted(numbered))
         return found
 
     def _object(self, sha: bytes, name: str) -> dict[str, Any]:
@@ -461,11 +585,16 @@ def _import_refs(git: GitRepo, report: ImportReport) -> dict[str, ObjectID]:
 
 
 def _plan(
-    repo: Repo, git: GitRepo, importer: _Importer, refs: Mapping[str, ObjectID]
+    repo: Repo,
+    git: GitRepo,
+    importer: _Importer,
+    refs: Mapping[str, ObjectID],
+    progress: Progress | None,
 ) -> list[_Planned]:
     """Read and validate every commit reachable from ``refs`` without writing anything."""
     plans: dict[bytes, _Planned] = {}
-    for git_commit in parents_first(git, refs.values()):
+    commits = parents_first(git, refs.values())
+    for git_commit in commits:
         sha = git_commit.id
         try:
             plans[sha] = _plan_one(repo, git, importer, git_commit, plans)
@@ -473,6 +602,8 @@ def _plan(
             raise GitMirrorError(
                 f"git commit {show(sha)} cannot be imported: {exc}. Nothing was imported"
             ) from exc
+        if progress is not None:
+            progress("reading", len(plans), len(commits))
     return list(plans.values())
 
 
@@ -499,7 +630,7 @@ def _plan_one(
     plan = _Planned(git_commit.id, parents, info, authentic, existing, None)
     if existing:
         return plan
-    plan.parts = importer.parts(entries, info.codec)
+    plan.parts = importer.parts(entries, info)
     if authentic:
         _check_commit_fields(info.message, info.author, info.timestamp, info.metadata)
     else:
@@ -589,9 +720,14 @@ def _check_is_mirror(git: GitRepo, path: Path, refs: Mapping[str, ObjectID]) -> 
 
 
 def _write_commits(
-    repo: Repo, importer: _Importer, plans: Sequence[_Planned], report: ImportReport
+    repo: Repo,
+    importer: _Importer,
+    plans: Sequence[_Planned],
+    report: ImportReport,
+    progress: Progress | None,
 ) -> dict[bytes, ObjectId]:
     """Write the planned commits; return git sha -> statevcs commit id."""
+    to_write = sum(1 for plan in plans if not plan.existing and plan.parts is not None)
     to_svc: dict[bytes, ObjectId] = {}
     lists: dict[bytes, tuple[StoredMessages, tuple[bytes, ...]]] = {}
     for plan in plans:
@@ -609,6 +745,8 @@ def _write_commits(
         report.commits_imported += 1
         if not plan.authentic:
             report.commits_from_git += 1
+        if progress is not None:
+            progress("importing", report.commits_imported, to_write)
     return to_svc
 
 
@@ -626,12 +764,7 @@ def _write_one(
     first = plan.git_parents[0] if plan.git_parents else None
     if first is not None and first in lists:
         previous, previous_blobs = lists[first]
-        keep = 0
-        for mine, theirs in zip(parts.messages, previous_blobs):
-            if mine != theirs:
-                break
-            keep += 1
-        base = MessageBase(previous=previous, keep=keep)
+        base = MessageBase(previous=previous, keep=prefix_length(parts.messages, previous_blobs))
     # The mirror holds already-serialized state bytes (maybe pickled with a key this process
     # lacks), so they are written verbatim; messages shared with the parent are not re-encoded.
     # A commit made with git tools is a new commit of this repository: cut as it cuts.

@@ -1,14 +1,18 @@
 """What a git mirror holds, and reading it from a git repository with dulwich.
 
 The export writes and the import reads this layout: one git commit per statevcs commit, whose
-tree holds ``messages/NNNNNN-role.json``, ``state.json``, ``extras.json`` and
-``statevcs.json``; the git config section that marks a mirror; and the file in the git folder
-that maps statevcs commit ids to git shas. Readers here turn every problem of a possibly
-damaged or hostile repository into :class:`~statevcs.errors.GitMirrorError`.
+tree holds ``messages/FFFF/NNNNNN-role.json`` (format 2: numbered from 0, a hundred to a
+folder, so a new message rewrites one folder and the folder list rather than a tree naming every
+message; format 1, still read, had ``messages/NNNNNN-role.json`` numbered from 1),
+``state.json``, ``extras.json`` and ``statevcs.json``; the git config section that marks a
+mirror; and the file in the git folder that maps statevcs commit ids to git shas. Readers here
+turn every problem of a possibly damaged or hostile repository into
+:class:`~statevcs.errors.GitMirrorError`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -21,12 +25,16 @@ from .jsonmap import parse_json
 
 if TYPE_CHECKING:
     from dulwich.objects import Commit as GitCommit
-    from dulwich.objects import ObjectID, Tree
+    from dulwich.objects import ObjectID
     from dulwich.refs import Ref
     from dulwich.repo import Repo as GitRepo
 
-MIRROR_FORMAT = 1
-"""The version of the layout, recorded in every ``statevcs.json``."""
+MIRROR_FORMAT = 2
+"""The version of the layout an export writes, recorded in every ``statevcs.json``."""
+READ_FORMATS = (1, 2)
+"""The layouts an import reads: 1 (one flat ``messages/`` folder numbered from 1) and 2."""
+MESSAGES_PER_FOLDER = 100
+"""Messages in each ``messages/`` folder of format 2: folder ``0000`` holds messages 0-99."""
 MAP_FILE = "statevcs-map"
 """The file in the git folder mapping statevcs commit ids to git shas (one pair a line)."""
 MIRROR_SECTION = b"statevcs"
@@ -91,6 +99,16 @@ def utf8(text: str, what: str) -> bytes:
         raise GitMirrorError(f"{what} cannot be written as UTF-8 ({exc})") from None
 
 
+def message_folder(index: int) -> str:
+    """The ``messages/`` folder of message ``index`` (from 0) in format 2: ``0000``, ``0001``."""
+    return f"{index // MESSAGES_PER_FOLDER:04d}"
+
+
+def message_file(index: int, role: str) -> str:
+    """The file name of message ``index`` (from 0) in format 2: ``000042-user.json``."""
+    return f"{index:06d}-{role}.json"
+
+
 # --- git objects ---------------------------------------------------------------------
 
 
@@ -121,18 +139,40 @@ def git_commit(git: GitRepo, sha: bytes) -> GitCommit:
     return git_object(git, sha, Commit, "commit")
 
 
-def git_tree(git: GitRepo, sha: bytes) -> Tree:
-    """Read the git tree ``sha``."""
-    from dulwich.objects import Tree
+_TYPE_NAMES = {1: "commit", 2: "tree", 3: "blob", 4: "tag"}
 
-    return git_object(git, sha, Tree, "tree")
+
+def _raw_object(git: GitRepo, sha: bytes, type_num: int, what: str) -> bytes:
+    """The content of one git object of type ``type_num``, without building a dulwich object
+    (an import reads thousands of small trees and blobs)."""
+    try:
+        found, data = git.object_store.get_raw(oid(sha))
+    except KeyError:
+        raise GitMirrorError(
+            f"{what} {show(sha)} is not in the mirror's object store (a shallow or partial "
+            "copy?); import from a complete mirror (git fetch --unshallow)"
+        ) from None
+    except Exception as exc:  # dulwich reports damaged objects with many unrelated types
+        raise GitMirrorError(
+            f"{what} {show(sha)} in the mirror is damaged ({exc}); run `git fsck` in the mirror"
+        ) from None
+    kind = _TYPE_NAMES.get(found, f"object of type {found}")
+    data = bytes(data)
+    # dulwich checks neither a loose object's stated size nor any object's sha here.
+    header = f"{kind} {len(data)}\x00".encode()
+    if hashlib.sha1(header + data).hexdigest().encode() != sha:
+        raise GitMirrorError(
+            f"{what} {show(sha)} in the mirror is damaged (its content does not hash to its "
+            "name); run `git fsck` in the mirror"
+        )
+    if found != type_num:
+        raise GitMirrorError(f"{show(sha)} in the mirror is a {kind}, not a {what}")
+    return data
 
 
 def git_blob(git: GitRepo, sha: bytes, name: str) -> bytes:
     """Read the content of file ``name`` (blob ``sha``), refusing files over the size limit."""
-    from dulwich.objects import Blob
-
-    data = bytes(git_object(git, sha, Blob, f"file {name}").data)
+    data = _raw_object(git, sha, 3, f"file {name}")
     if len(data) > MAX_FILE_SIZE:
         raise GitMirrorError(
             f"{name} is {len(data):,} bytes, more than the {MAX_FILE_SIZE:,} an import reads "
@@ -141,19 +181,27 @@ def git_blob(git: GitRepo, sha: bytes, name: str) -> bytes:
     return data
 
 
-def tree_entries(git: GitRepo, tree_sha: bytes) -> dict[bytes, tuple[int, bytes]]:
-    """The entries of a git tree: name -> (mode, sha)."""
-    tree = git_tree(git, tree_sha)
+def tree_data(git: GitRepo, tree_sha: bytes) -> bytes:
+    """The content of the git tree ``tree_sha``, checked to be one."""
+    return _raw_object(git, tree_sha, 2, "tree")
+
+
+def parse_entries(data: bytes, tree_sha: bytes) -> list[tuple[bytes, int, bytes]]:
+    """The ``(name, mode, sha)`` entries of tree content ``data`` (or of a run of its entries)."""
+    from dulwich.objects import parse_tree
+
     try:
-        return {
-            entry.path: (entry.mode, entry.sha)
-            for entry in tree.iteritems()
-            if entry.path is not None and entry.mode is not None and entry.sha is not None
-        }
-    except Exception as exc:  # dulwich parses tree entries lazily and reports damage variously
+        return list(parse_tree(data, 20))
+    except Exception as exc:  # dulwich reports damaged trees with several types
         raise GitMirrorError(
             f"tree {show(tree_sha)} in the mirror is damaged ({exc}); run `git fsck` in it"
         ) from None
+
+
+def tree_entries(git: GitRepo, tree_sha: bytes) -> dict[bytes, tuple[int, bytes]]:
+    """The entries of a git tree: name -> (mode, sha)."""
+    entries = parse_entries(tree_data(git, tree_sha), tree_sha)
+    return {name: (mode, sha) for name, mode, sha in entries}
 
 
 class GitHistory:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+Progress = Callable[[str, int, int], None]
+"""A progress callback: called with (what is being done, commits done, commits to do), where
+what is ``"exporting"``, or ``"reading"`` then ``"importing"`` for an import."""
 
 
 @dataclass
@@ -46,4 +51,4 @@ class ImportReport:
     warnings: list[str] = field(default_factory=list)
 
 
-__all__ = ["ExportReport", "ImportReport"]
+__all__ = ["ExportReport", "ImportReport", "Progress"]
