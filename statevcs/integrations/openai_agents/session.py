@@ -14,6 +14,8 @@ copied.
 from __future__ import annotations
 
 import copy
+import json
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +41,8 @@ BRANCH_SEPARATOR = "."
 """Joins the session's branch and an SDK branch name into a statevcs branch name."""
 
 _ATTEMPTS = 8
+# As AdvancedSQLiteSession, whose SQLite LIKE folds ASCII case only.
+_SEARCH_FLAGS = re.IGNORECASE | re.ASCII
 
 
 class SessionBranchError(StateVCSError, ValueError):
@@ -61,6 +65,17 @@ def _user_turns(items: list[Any]) -> list[int]:
 
 def _is_user(item: object) -> bool:
     return isinstance(item, Mapping) and item.get("role") == "user"
+
+
+def _texts(content: Any) -> list[str]:
+    """The text of a user message's content: a string, or its parts' ``text``."""
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [
+            p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)
+        ]
+    return []
 
 
 def _plain(item: Any) -> Any:
@@ -417,16 +432,37 @@ class StateVCSSession:
         self.repo.delete_branch(name)
 
     async def get_conversation_turns(self, branch_id: str | None = None) -> list[dict[str, Any]]:
-        """The user turns (``turn``, ``content``, ``full_content``) to branch from."""
-        items = self._items(branch_id)
+        """The user turns (``turn``, ``content`` preview, ``full_content``) to branch from."""
+        return self._turns(self._items(branch_id), None)
+
+    async def find_turns_by_content(
+        self, search_term: str, branch_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The user turns whose text contains ``search_term`` (ASCII case-insensitive)."""
+        pattern = re.compile(re.escape(_check_str(search_term, "search_term")), _SEARCH_FLAGS)
+        return self._turns(self._items(branch_id), pattern)
+
+    async def create_branch_from_content(
+        self, search_term: str, branch_name: str | None = None
+    ) -> str:
+        """Branch off before the first user turn containing ``search_term``; return its id."""
+        found = await self.find_turns_by_content(search_term)
+        if not found:
+            raise SessionBranchError(f"No user turns found containing '{search_term}'")
+        return await self.create_branch_from_turn(found[0]["turn"], branch_name)
+
+    @staticmethod
+    def _turns(items: list[Any], pattern: re.Pattern[str] | None) -> list[dict[str, Any]]:
         turns = []
         for turn, position in enumerate(_user_turns(items), start=1):
             content = items[position].get("content", "")
-            text = content if isinstance(content, str) else str(content)
+            if pattern is not None and not any(pattern.search(t) for t in _texts(content)):
+                continue
+            preview = content if isinstance(content, str) else json.dumps(content)
             turns.append(
                 {
                     "turn": turn,
-                    "content": text[:100] + "..." if len(text) > 100 else text,
+                    "content": preview[:100] + "..." if len(preview) > 100 else preview,
                     "full_content": _plain(content),
                     "can_branch": True,
                 }
