@@ -4,6 +4,7 @@ model (tools, handoffs), a differential test against SQLiteSession, branches, fo
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
@@ -20,6 +21,8 @@ from agents import (
     function_tool,
     set_tracing_disabled,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from statevcs import Repo
 from statevcs.errors import StateVCSError, UnknownRevision
@@ -480,3 +483,30 @@ def test_branch_from_content(repo: Repo) -> None:
     assert run(session.get_items()) == conversation(1)
     with pytest.raises(ValueError, match="No user turns found"):
         run(session.create_branch_from_content("absent"))
+
+
+_json_scalars = st.none() | st.booleans() | st.integers() | st.text()
+_json_scalars |= st.floats(allow_nan=False)
+_json = st.recursive(
+    _json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=8,
+)
+_hostile = _json | st.binary(max_size=8) | st.tuples(st.integers()) | st.sets(st.integers())
+
+
+@settings(max_examples=int(os.environ.get("STATEVCS_HYPOTHESIS_EXAMPLES", "40")))
+@given(batch=st.lists(st.dictionaries(st.text(max_size=8), _hostile, max_size=3), max_size=3))
+def test_hostile_items_read_back_or_leave_the_branch_alone(batch: list[dict[str, Any]]) -> None:
+    with Repo.init("memory://") as repo:
+        session = StateVCSSession(repo, "hostile")
+        run(session.add_items([user("before")]))
+        head = session.head
+        try:
+            run(session.add_items(batch))  # type: ignore[arg-type]
+        except (StateVCSError, TypeError):
+            assert session.head == head
+            assert run(session.get_items()) == [user("before")]
+            return
+        assert run(session.get_items()) == [user("before"), *batch]
+        assert run(StateVCSSession(repo, "hostile").get_items()) == [user("before"), *batch]
