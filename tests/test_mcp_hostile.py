@@ -119,3 +119,20 @@ def test_tool_schemas_name_their_limits(repo: statevcs.Repo) -> None:
     assert show["limit"]["maximum"] == 200 and show["offset"]["minimum"] == 0
     assert tools["search"].input_schema["required"] == ["pattern"]
     assert all(t.annotations and t.annotations.read_only_hint for t in tools.values())
+
+
+def test_resources_answer_json_or_a_clear_error(repo: statevcs.Repo) -> None:
+    server = build_server(repo)
+
+    async def main() -> tuple[Any, str]:
+        async with Client(server) as client:
+            tip = await client.read_resource("statevcs://branches/main")
+            try:
+                await client.read_resource("statevcs://commits/nosuch")
+            except Exception as exc:  # the SDK's client raises the server's error
+                return tip, str(exc)
+            raise AssertionError("an unknown revision was read")
+
+    tip, error = anyio.run(main)
+    assert json.loads(tip.contents[0].text)["commits"][0]["id"] == repo.resolve("main")
+    assert error.startswith("UnknownRevision") and "nosuch" in error

@@ -293,9 +293,7 @@ def reset(repo: Repo, branch: object, rev: object) -> dict[str, Any]:
     return {"branch": name, "old": tip.hex(), "commit": commit_data(target)}
 
 
-def rollback(
-    repo: Repo, branch: object, revision: object, reason: object, client: str = ""
-) -> dict[str, Any]:
+def rollback(repo: Repo, branch: object, revision: object, reason: object) -> dict[str, Any]:
     """Put an earlier state back on top of ``branch``, keeping the abandoned tip under a tag.
 
     As the history tools do (``docs/history-tools.md``): the tip is tagged
@@ -310,7 +308,7 @@ def rollback(
     request = history.Request(
         "rollback",
         why,
-        {"by": "mcp", "tool": "rollback", "client": client},
+        {"by": "mcp", "tool": "rollback"},
         revision=written,
         target=target.id,
     )

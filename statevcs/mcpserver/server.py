@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 import anyio
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -72,10 +72,13 @@ class RepositoryTools:
         )
 
     def resource(self, call: Callable[[Repo], Any]) -> str:
-        """Run ``call`` for a resource: JSON text."""
-        with self._lock:
-            data = call(self.repo)
-        return queries.as_json(data, self.max_chars)
+        """Run ``call`` for a resource: JSON text (a failure: a resource error, no traceback)."""
+        try:
+            with self._lock:
+                data = call(self.repo)
+            return queries.as_json(data, self.max_chars)
+        except (StateVCSError, TypeError, ValueError) as exc:
+            raise ResourceError(f"{type(exc).__name__}: {exc}") from None
 
 
 def build_server(
@@ -174,7 +177,7 @@ def build_server(
         return tools.resource(lambda r: queries.commit_data(r.get_commit(rev)))
 
     @server.resource(
-        "statevcs://branches/{name}",
+        "statevcs://branches/{+name}",
         name="branch",
         mime_type="application/json",
         description="A branch's newest 20 commits.",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ...errors import MissingExtra
 from ..context import CommandError, current_state
 
 
@@ -49,10 +50,8 @@ def mcp(
         state.serializer = "msgpack"
     try:
         from ...mcpserver.server import serve
-    except ImportError as exc:
-        raise CommandError(
-            f"statevcs mcp needs the mcp extra ({exc}); install it with pip install 'statevcs[mcp]'"
-        ) from None
+    except MissingExtra as exc:
+        raise CommandError(str(exc)) from None
     serve(
         state.repo(),
         transport="http" if transport == "http" else "stdio",
