@@ -13,10 +13,11 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import InvalidRefName, StateVCSError
+from ..errors import CorruptObject, InvalidRefName, StateVCSError
 from ..experiments import compare as compare_runs
 from ..hashing import from_hex
 from ..integrations import history
+from ..objects import Doc
 from ..plain import to_plain
 from ..refs import branch_ref, check_short_name, tag_ref
 from ..repo import Commit, Repo
@@ -122,10 +123,12 @@ def show(
     total = prolly.length(db, obj.messages) + len(obj.tail)
     page = message_ids_from(db, obj, first)[:count] if first < total else []
     docs = db.load_values(page)
-    messages = [
-        {"position": first + i, "message": to_plain(getattr(docs[m], "value", None))}
-        for i, m in enumerate(page)
-    ]
+    messages = []
+    for i, message_id in enumerate(page):
+        doc = docs[message_id]
+        if not isinstance(doc, Doc):
+            raise CorruptObject(message_id.hex(), "a message must be a document")
+        messages.append({"position": first + i, "message": to_plain(doc.value)})
     data: dict[str, Any] = {
         "commit": commit_data(commit),
         "kind": obj.kind,

@@ -245,6 +245,9 @@ def serve(
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    # Listening before the address is printed: a client that connects at once is queued by the
+    # kernel until the server accepts, never refused.
+    sock.listen(128)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     print(f"statevcs mcp: serving http://{shown}:{bound}/mcp", file=sys.stderr, flush=True)
