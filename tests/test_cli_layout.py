@@ -96,4 +96,5 @@ def test_the_group_runs_every_command_module() -> None:
         "stats",
         "export-git",
         "import-git",
+        "mcp",
     }

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stats": ("maintenance", "stats"),
     "export-git": ("mirror", "export_git"),
     "import-git": ("mirror", "import_git"),
+    "mcp": ("mcp", "mcp"),
 }
 """Every command by name: the module of :mod:`statevcs.cli.commands` defining it, and its name."""
 
