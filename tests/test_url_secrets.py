@@ -47,6 +47,14 @@ SHAPES = [
     "s3://bucket/prefix?aws_session_token={key}&region=us-east-1",
     "s3://bucket/prefix?password={encoded}",
     "s3://bucket/prefix?token={key}",
+    # An '@' a parser may fold from another character or decode from a second layer of
+    # percent-encoding, and secret parameters under other providers' names.
+    "s3://AKIDEXAMPLE:{key}\uff20bucket/prefix",
+    "s3://bucket/prefix?endpoint_url=http://AKIDEXAMPLE:{key}\ufe6b127.0.0.1:9",
+    "s3://bucket/prefix?endpoint_url={twice_encoded_endpoint}",
+    "s3://AKIDEXAMPLE:{twice_encoded}%2540bucket/prefix",
+    "az://container/prefix?sv=2022-11-02&sig={encoded}",
+    "s3://bucket/prefix?aws_session={key}",
 ]
 """URL shapes; ``{key}`` is the secret, ``{encoded}`` it percent-encoded."""
 
@@ -66,12 +74,15 @@ def url_of(shape: str, key: str) -> str:
         key=key,
         encoded=urllib.parse.quote(key, safe=""),
         encoded_endpoint=urllib.parse.quote(endpoint, safe=""),
+        twice_encoded=urllib.parse.quote(urllib.parse.quote(key, safe=""), safe=""),
+        twice_encoded_endpoint=urllib.parse.quote(urllib.parse.quote(endpoint, safe=""), safe=""),
     )
 
 
 def forms(key: str) -> set[str]:
-    """The key as it may appear: raw, percent-encoded, form-encoded."""
-    return {key, urllib.parse.quote(key, safe=""), urllib.parse.quote_plus(key, safe="")}
+    """The key as it may appear: raw, percent-encoded (once or twice), form-encoded."""
+    once = urllib.parse.quote(key, safe="")
+    return {key, once, urllib.parse.quote(once, safe=""), urllib.parse.quote_plus(key, safe="")}
 
 
 class _Records(logging.Handler):
@@ -176,6 +187,17 @@ def test_masking_keeps_what_holds_no_secret() -> None:
         mask_credentials("s3://b/p?region=x&secret_access_key=a&b=c") == "s3://b/p?region=x&"
         "secret_access_key=***"
     )
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    ["http://host\uff1a9000", "http://ho\uff0fst", "http://[::1", "http://[zz]:9"],
+)
+def test_an_endpoint_python_cannot_split_is_a_repository_error(endpoint: str) -> None:
+    # urlsplit raises ValueError for these (quoting the netloc): a RepositoryError instead.
+    for call in (Repo.open, Repo.init):
+        with pytest.raises(RepositoryError, match="endpoint_url is not an http"):
+            call(f"s3://bucket/prefix?endpoint_url={endpoint}")
 
 
 # --- a URL missing its '//' -----------------------------------------------------------------

@@ -194,7 +194,11 @@ def parse_s3_url(url: object) -> S3Location:
         params[name] = value
     endpoint = params.get("endpoint_url")
     if endpoint is not None:
-        parts = urllib.parse.urlsplit(endpoint)
+        try:  # urlsplit refuses a bad IPv6 host or an NFKC-folding netloc with a ValueError
+            parts = urllib.parse.urlsplit(endpoint)
+            _ = parts.hostname
+        except ValueError:
+            raise _bad_url(url, "endpoint_url is not an http(s)://HOST[:PORT] URL") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise _bad_url(url, f"endpoint_url {endpoint!r} is not an http(s)://HOST[:PORT] URL")
         if parts.username or parts.password or parts.query or parts.fragment:
