@@ -14,6 +14,7 @@ whole document would be unreadable.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -54,13 +55,40 @@ def _as_base(value: Any) -> Any:
     raise TypeError(f"can not serialize {type(value).__name__!r} object")
 
 
-pack: Callable[[Any], bytes] = msgpack.Packer(
+class ThreadSafePacker:
+    """A ``msgpack.Packer``'s ``pack`` that threads (and re-entrant calls) may share.
+
+    A Packer writes into one buffer, and its ``default`` callback (or a finalizer the garbage
+    collector runs meanwhile) is Python code, during which another thread may run: two threads
+    sharing one Packer interleave their output, and each commit stores bytes holding part of the
+    other's document. Each thread keeps its own Packer; a call made while that one is busy
+    (re-entered from a callback) packs with a fresh one.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._idle = threading.local()
+
+    def __call__(self, value: Any) -> bytes:
+        """Encode ``value`` (what ``msgpack.Packer(**options).pack`` raises, it raises)."""
+        idle = self._idle
+        packer = getattr(idle, "packer", None)
+        if packer is None:
+            packer = msgpack.Packer(**self._options)
+        idle.packer = None  # busy: a re-entered call makes its own
+        try:
+            return packer.pack(value)  # type: ignore[no-any-return]
+        finally:
+            idle.packer = packer
+
+
+pack: Callable[[Any], bytes] = ThreadSafePacker(
     use_bin_type=True, autoreset=True, strict_types=True, default=_as_base
-).pack
+)
 """Encode a document; raises ``TypeError``, ``ValueError`` or ``OverflowError`` if refused.
 
 ``strict_types`` keeps msgpack from writing tuples as lists; :func:`refusal` says why a value
-was refused.
+was refused. Safe to call from any number of threads at once.
 """
 
 
@@ -237,4 +265,12 @@ def short_repr(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-__all__ = ["MAX_DOCUMENT_DEPTH", "check_depth", "may_be_too_deep", "pack", "refusal", "short_repr"]
+__all__ = [
+    "MAX_DOCUMENT_DEPTH",
+    "ThreadSafePacker",
+    "check_depth",
+    "may_be_too_deep",
+    "pack",
+    "refusal",
+    "short_repr",
+]

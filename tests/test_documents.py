@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 import math
+import sys
+import threading
 from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
@@ -171,3 +173,41 @@ def test_the_explanation_skips_what_msgpack_stores_natively() -> None:
     with pytest.raises(TypeError):
         pack(value)
     assert refusal(value, "v", TypeError()).path == "v['bad']"
+
+
+# --- threads --------------------------------------------------------------------------------
+
+
+def test_threads_committing_at_once_each_read_back_their_own_messages() -> None:
+    # The packer's callback for a subclass (a tracked message, an OrderedDict) is Python code,
+    # where another thread may run: one shared msgpack.Packer interleaved two threads' output,
+    # storing one thread's message inside another repository's commit (or unreadable bytes).
+    failures: list[object] = []
+    start = threading.Barrier(4)
+
+    def work(n: int) -> None:
+        repo = Repo.init("memory://")
+        start.wait()
+        for i in range(500):
+            message = OrderedDict(role="user", content=f"thread {n} #{i}", meta=OrderedDict(i=i))
+            try:
+                commit = repo.commit({"messages": [message]})
+                back = repo.show(commit.id).messages
+                assert pack(["doc", message]) == pack(["doc", dict(message)])
+            except Exception as exc:
+                failures.append((n, i, exc))
+                continue
+            if back != [message]:
+                failures.append((n, i, back))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
