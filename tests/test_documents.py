@@ -211,3 +211,52 @@ def test_threads_committing_at_once_each_read_back_their_own_messages() -> None:
     finally:
         sys.setswitchinterval(interval)
     assert failures == []
+
+
+# --- keys that are one key once stored ------------------------------------------------------
+
+
+class _OwnText(str):
+    """A str whose equality is its identity: Python keeps it apart from the plain text."""
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+class _OwnNumber(int):
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {_OwnText("a"): 1, "a": 2},
+        {_OwnText("a"): 1, _OwnText("a"): 2},
+        {_OwnNumber(3): 1, 3.0: 2},
+        {"x": [{_OwnNumber(1): "one", True: "true"}]},
+    ],
+    ids=["subclass-and-text", "two-subclasses", "int-subclass-and-float", "nested-and-bool"],
+)
+def test_keys_that_are_one_key_once_stored_are_refused(meta: dict[Any, Any]) -> None:
+    # msgpack read back one of the two keys: the other's value was silently lost.
+    repo = Repo.init("memory://")
+    before = _unchanged(repo)
+    message = {"role": "user", "content": "hi", "meta": meta}
+    with pytest.raises(SerializationError, match="one key once stored") as caught:
+        repo.commit({"messages": [message]})
+    assert caught.value.path.startswith("messages[0]['meta']")
+    assert _unchanged(repo) == before
+
+
+def test_subclass_keys_that_stay_distinct_are_kept() -> None:
+    repo = Repo.init("memory://")
+    meta = {_OwnText("a"): 1, "b": 2, Mode.FAST: 3, Level.HIGH: 4}
+    commit = repo.commit({"messages": [{"role": "user", "content": "hi", "meta": meta}]})
+    assert repo.show(commit.id).messages[0]["meta"] == {"a": 1, "b": 2, "fast": 3, 3: 4}
