@@ -200,6 +200,25 @@ def test_an_endpoint_python_cannot_split_is_a_repository_error(endpoint: str) ->
             call(f"s3://bucket/prefix?endpoint_url={endpoint}")
 
 
+def test_an_endpoint_from_the_environment_with_credentials_is_masked_in_errors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # obstore's message quotes the request URL, built from AWS_ENDPOINT_URL with its userinfo.
+    secret = "wJalrXUtnFEMI/K7MDENG@bPxRfiCY"
+    endpoint = f"http://AKIDEXAMPLE:{urllib.parse.quote(secret, safe='')}@127.0.0.1:9"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    with pytest.raises(StateVCSError) as caught:
+        Repo.open("s3://bucket/prefix")
+    shown = str(caught.value)
+    assert "127.0.0.1:9" in shown  # the message still says where it failed
+    assert not leaks(secret, shown, ""), shown
+    assert "AKIDEXAMPLE:" not in shown
+
+
 # --- a URL missing its '//' -----------------------------------------------------------------
 
 
