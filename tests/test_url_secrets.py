@@ -55,6 +55,9 @@ SHAPES = [
     "s3://AKIDEXAMPLE:{twice_encoded}%2540bucket/prefix",
     "az://container/prefix?sv=2022-11-02&sig={encoded}",
     "s3://bucket/prefix?aws_session={key}",
+    # Pasted with a space or a BOM before it: it became a local folder named after the key.
+    " s3://AKIDEXAMPLE:{key}@bucket/prefix",
+    "\ufeffs3://AKIDEXAMPLE:{key}@bucket/prefix",
 ]
 """URL shapes; ``{key}`` is the secret, ``{encoded}`` it percent-encoded."""
 
@@ -243,7 +246,19 @@ def test_a_url_missing_its_slashes_is_refused_and_creates_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("location", ["./s3:/x", "notes:v2", "runs/a:b", "C:/x"])
+@pytest.mark.parametrize("junk", [" ", "\t", "\n", "\ufeff", "\u200b", "\x1b"])
+def test_a_url_after_whitespace_is_refused_and_creates_nothing(
+    junk: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for call in (Repo.init, Repo.open):
+        with pytest.raises(RepositoryError, match="before what looks like a repository URL") as e:
+            call(f"{junk}s3://AKIDEXAMPLE:{AWS_SECRET}@bucket/prefix")
+        assert not leaks(AWS_SECRET, str(e.value), "")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("location", ["./s3:/x", "notes:v2", "runs/a:b", "C:/x", " notes", "\tx:1"])
 def test_folder_paths_with_a_colon_still_work(
     location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
