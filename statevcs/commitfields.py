@@ -101,9 +101,9 @@ def canonical_metadata(metadata: object) -> dict[str, Any]:
         copied: Any
         if isinstance(value, Mapping):
             copied = {}
-            for key in sorted(_keys(value, path)):
+            for key, original in _keys(value, path):
                 copied[key] = None
-                stack.append((value[key], f"{path}[{key!r}]", depth + 1, copied, key))
+                stack.append((value[original], f"{path}[{key!r}]", depth + 1, copied, key))
         elif isinstance(value, tuple):
             raise SerializationError(
                 f"{path}: a tuple would read back as a list; convert it to a list", path
@@ -123,8 +123,9 @@ def canonical_metadata(metadata: object) -> dict[str, Any]:
     return result
 
 
-def _keys(mapping: Mapping[Any, Any], path: str) -> list[str]:
-    keys = []
+def _keys(mapping: Mapping[Any, Any], path: str) -> list[tuple[str, Any]]:
+    """The mapping's keys as stored (their text) with the keys themselves, sorted by text."""
+    keys: dict[str, Any] = {}
     for key in mapping:
         if not isinstance(key, str):
             raise SerializationError(
@@ -133,8 +134,16 @@ def _keys(mapping: Mapping[Any, Any], path: str) -> list[str]:
                 path,
             )
         _check_encodable(key, f"{path} key")
-        keys.append(str.__str__(key))  # the text itself, whatever a subclass's __str__ says
-    return keys
+        text = str.__str__(key)  # the text itself, whatever a subclass's __str__ says
+        if text in keys:  # a str subclass with its own __eq__/__hash__: one key once stored
+            raise SerializationError(
+                f"{path}: two keys are both the text {_short_repr(text)} (a "
+                f"{type(keys[text]).__name__} and a {type(key).__name__}); stored as text they "
+                "would be one key and a value would be lost; give them different texts",
+                path,
+            )
+        keys[text] = key
+    return sorted(keys.items(), key=lambda pair: pair[0])
 
 
 def _short_repr(value: object, limit: int = 60) -> str:

@@ -14,7 +14,7 @@ whole document would be unreadable.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
 from typing import Any
 
 import msgpack
@@ -33,6 +33,21 @@ _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
 
 
+# Set when the packer meets a subclass with its own equality: two such keys of one dict, or one
+# and a plain key, may be one key once stored as their base type (see _colliding_keys).
+class _Seen(threading.local):
+    seen = False
+
+
+_own_equality = _Seen()
+
+
+def _note_equality(value: Any, base: type) -> None:
+    kind = type(value)
+    if kind.__eq__ is not base.__eq__ or kind.__hash__ is not base.__hash__:
+        _own_equality.seen = True
+
+
 def _as_base(value: Any) -> Any:
     """The packer's fallback: a subclass becomes its base type; anything else is refused."""
     # dict.copy and list.copy read the storage itself, as msgpack does (and faster than dict()).
@@ -41,28 +56,106 @@ def _as_base(value: Any) -> Any:
     if isinstance(value, list):
         return list.copy(value)
     if isinstance(value, str):
+        _note_equality(value, str)
         return str.__str__(value)  # the text itself, whatever the subclass's __str__ says
     if isinstance(value, bytes):
+        _note_equality(value, bytes)
         return bytes(memoryview(value))
     if isinstance(value, int):
         if type(value) is int:  # exact ints reach the fallback only when out of range
             raise OverflowError("Integer value out of range")
+        _note_equality(value, int)
         return int.__int__(value)
     if isinstance(value, float):
+        _note_equality(value, float)
         return float.__float__(value)
     if isinstance(value, tuple):
         raise TypeError("a tuple would read back as a list")
     raise TypeError(f"can not serialize {type(value).__name__!r} object")
 
 
-pack: Callable[[Any], bytes] = msgpack.Packer(
-    use_bin_type=True, autoreset=True, strict_types=True, default=_as_base
-).pack
-"""Encode a document; raises ``TypeError``, ``ValueError`` or ``OverflowError`` if refused.
+class ThreadSafePacker:
+    """A ``msgpack.Packer``'s ``pack`` that threads (and re-entrant calls) may share.
 
-``strict_types`` keeps msgpack from writing tuples as lists; :func:`refusal` says why a value
-was refused.
-"""
+    A Packer writes into one buffer, and its ``default`` callback (or a finalizer the garbage
+    collector runs meanwhile) is Python code, during which another thread may run: two threads
+    sharing one Packer interleave their output, and each commit stores bytes holding part of the
+    other's document. Each thread keeps its own Packer; a call made while that one is busy
+    (re-entered from a callback) packs with a fresh one.
+    """
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._idle = threading.local()
+
+    def __call__(self, value: Any) -> bytes:
+        """Encode ``value`` (what ``msgpack.Packer(**options).pack`` raises, it raises)."""
+        idle = self._idle
+        packer = getattr(idle, "packer", None)
+        if packer is None:
+            packer = msgpack.Packer(**self._options)
+        idle.packer = None  # busy: a re-entered call makes its own
+        try:
+            return packer.pack(value)  # type: ignore[no-any-return]
+        finally:
+            idle.packer = packer
+
+
+_pack = ThreadSafePacker(use_bin_type=True, autoreset=True, strict_types=True, default=_as_base)
+
+
+def pack(value: Any) -> bytes:
+    """Encode a document; raises ``TypeError``, ``ValueError`` or ``OverflowError`` if refused.
+
+    ``strict_types`` keeps msgpack from writing tuples as lists; :func:`refusal` says why a
+    value was refused. Safe to call from any number of threads at once.
+    """
+    data = _pack(value)
+    if _own_equality.seen:
+        _own_equality.seen = False
+        if _first_collision(value) is not None:
+            raise ValueError("two keys of a dict would be one key once stored")
+    return data
+
+
+_PLAIN_KEYS = frozenset({str, bytes, int, float, bool, type(None)})
+
+
+def _colliding_keys(mapping: dict[Any, Any]) -> tuple[Any, Any] | None:
+    """Two keys of ``mapping`` that are one key once stored as their base types, if any.
+
+    Python keeps them apart only through a subclass's own ``__eq__``/``__hash__``; msgpack
+    reads back one of them, and the other's value is lost.
+    """
+    if all(type(key) in _PLAIN_KEYS for key in mapping):
+        return None
+    stored: dict[Any, Any] = {}
+    for key in mapping:
+        base = _base_key(key)
+        if base in stored:
+            return stored[base], key
+        stored[base] = key
+    return None
+
+
+def _base_key(key: Any) -> Any:
+    if type(key) in _PLAIN_KEYS or not isinstance(key, (str, bytes, int, float)):
+        return key
+    return _as_base(key)
+
+
+def _first_collision(value: Any) -> tuple[Any, Any] | None:
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found = _colliding_keys(item)
+            if found is not None:
+                return found
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
 
 
 # Bytes that can start a msgpack map or array (fixmap, fixarray, map16/32, array16/32); every
@@ -162,6 +255,17 @@ def _first_problem(value: Any) -> tuple[str, str] | None:
                     problem = _key_problem(key)
                     if problem is not None:
                         return where, problem
+                collision = _colliding_keys(item)
+                if collision is not None:
+                    first, second = (short_repr(k) for k in collision)
+                    odd = collision[1] if type(collision[1]) not in _PLAIN_KEYS else collision[0]
+                    name = type(odd).__name__
+                    return where, (
+                        f"has the keys {first} and {second} ({_article(name)} {name} with its "
+                        "own __eq__ or __hash__), which "
+                        "are one key once stored, so a value would be lost; make the keys "
+                        f"distinct as plain values, {_KEEP_IN_STATE}"
+                    )
             stack.extend(
                 (child, f"{where}[{short_repr(key)}]", depth + 1) for key, child in reversed(pairs)
             )
@@ -241,6 +345,7 @@ def short_repr(value: Any, limit: int = 60) -> str:
 __all__ = [
     "MAX_DOCUMENT_DEPTH",
     "NOT_A_SCALAR",
+    "ThreadSafePacker",
     "check_depth",
     "json_scalar",
     "may_be_too_deep",

@@ -127,7 +127,7 @@ class CommitObject:
 
 StoredObject = Blob | Doc | Chunked | ListNode | MapNode | SnapshotObject | CommitObject
 
-_packb: Callable[[Any], bytes] = msgpack.Packer(use_bin_type=True, autoreset=True).pack
+_packb: Callable[[Any], bytes] = documents.ThreadSafePacker(use_bin_type=True, autoreset=True)
 
 
 def canonical(value: Any) -> Any:

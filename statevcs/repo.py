@@ -79,6 +79,7 @@ from .snapshot import (
     stored_messages,
     write_snapshot,
 )
+from .stores import forksafety
 from .stores.base import Expected, RefUpdate, Store
 from .stores.memory import MemoryStore
 from .stores.registry import backend_for
@@ -196,6 +197,7 @@ class Repo:
         Register an adapter here to override the process-wide one (``ADAPTERS``) for this
         repository only."""
         self._lock = threading.RLock()
+        forksafety.track(self, outer=True)  # a fork waits for this handle's operation
         # Objects are tracked per repository, not per handle: an object checked out through
         # one handle and committed through another is still the same stale object.
         self._tracked, self._dicts = _registries(store)
@@ -355,6 +357,14 @@ class Repo:
 
     def __repr__(self) -> str:
         return f"Repo({self.url!r})"
+
+    def _before_fork(self) -> None:
+        """Wait for this handle's operation in progress: a forked child would find the lock of
+        the thread doing it (which the child lacks) held for ever."""
+        self._lock.acquire()
+
+    def _after_fork(self, *, in_child: bool) -> None:
+        self._lock.release()
 
     # --- HEAD and live-object tracking ----------------------------------------------
 

@@ -34,7 +34,10 @@ BIDI = "\u202eevil\u202c \u2066isolated\u2069 \u200fmarked\u200e \u061calm"
 INVISIBLE = "zero\u200bwidth\u2060joined\ufeff\U000e0068\U000e0069"
 MARKUP = "[/] [bold]loud[/bold] [link=https://evil.example]x[/link] :warning:"
 OVERWRITE = "shown\rhidden abc\b\b\bxyz \x00\x7f\x85"
-HOSTILE = " ".join([SGR, OSC8, TITLE, C1_CSI, BIDI, INVISIBLE, MARKUP, OVERWRITE])
+# The Unicode line and paragraph separators: a line break to some terminals and editors (a
+# forged "Date:" line after an author), and a string terminator to JavaScript before ES2019.
+SEPARATORS = "Author\u2028Date: forged\u2029para"
+HOSTILE = " ".join([SGR, OSC8, TITLE, C1_CSI, BIDI, INVISIBLE, MARKUP, OVERWRITE, SEPARATORS])
 # What must never reach the output raw (our own color codes are "\x1b[...m" without these).
 PAYLOADS = ["\x1b[38;5;208m", "\x1b]8;;", "\x1b]0;", "\x9b", "\u202e", "\u2066", "\r", "\b"]
 # Every bidi formatting character (UAX #9) and the invisible format characters the CLI escapes.
@@ -55,7 +58,9 @@ INVISIBLE_CHARS = [
     "\U000e0001",
     *map(chr, range(0xE0020, 0xE0080)),
 ]
-RAW_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{''.join(BIDI_CHARS + INVISIBLE_CHARS)}]")
+RAW_CONTROL = re.compile(
+    f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{''.join(BIDI_CHARS + INVISIBLE_CHARS)}]"
+)
 # Ref names may hold C1 and bidi characters (git allows them too), not ESC or '['.
 BRANCH = "side\x9b2J\u202ebranch"
 TAG = "v1\u2066tag"

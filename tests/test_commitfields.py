@@ -90,3 +90,30 @@ def test_subclasses_are_stored_as_their_own_value_not_their_str() -> None:
     ]
     assert all(type(k) is str for k in stored)
     assert stored == canonical_metadata(metadata) == metadata
+
+
+class _OwnText(str):
+    """A str whose equality is its identity: Python keeps it apart from the plain text."""
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+def test_metadata_keys_that_are_one_text_are_refused() -> None:
+    # The copy looked each value up by the key's text: the plain key's value replaced the
+    # subclass key's (silently), or a lone subclass key raised a raw KeyError.
+    repo = Repo.init("memory://")
+    before = _unchanged(repo)
+    with pytest.raises(SerializationError, match="both the text 'a'") as caught:
+        repo.commit({"messages": []}, metadata={"m": {_OwnText("a"): 1, "a": 2}})
+    assert caught.value.path == "metadata['m']"
+    assert _unchanged(repo) == before
+
+
+def test_a_metadata_key_of_a_str_subclass_with_its_own_hash_is_stored_as_its_text() -> None:
+    repo = Repo.init("memory://")
+    repo.commit({"messages": []}, metadata={"m": {_OwnText("b"): 1}, _OwnText("z"): [2]})
+    assert next(iter(repo.log())).metadata == {"m": {"b": 1}, "z": [2]}

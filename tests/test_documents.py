@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 import math
+import sys
+import threading
 from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
@@ -171,3 +173,90 @@ def test_the_explanation_skips_what_msgpack_stores_natively() -> None:
     with pytest.raises(TypeError):
         pack(value)
     assert refusal(value, "v", TypeError()).path == "v['bad']"
+
+
+# --- threads --------------------------------------------------------------------------------
+
+
+def test_threads_committing_at_once_each_read_back_their_own_messages() -> None:
+    # The packer's callback for a subclass (a tracked message, an OrderedDict) is Python code,
+    # where another thread may run: one shared msgpack.Packer interleaved two threads' output,
+    # storing one thread's message inside another repository's commit (or unreadable bytes).
+    failures: list[object] = []
+    start = threading.Barrier(4)
+
+    def work(n: int) -> None:
+        repo = Repo.init("memory://")
+        start.wait()
+        for i in range(500):
+            message = OrderedDict(role="user", content=f"thread {n} #{i}", meta=OrderedDict(i=i))
+            try:
+                commit = repo.commit({"messages": [message]})
+                back = repo.show(commit.id).messages
+                assert pack(["doc", message]) == pack(["doc", dict(message)])
+            except Exception as exc:
+                failures.append((n, i, exc))
+                continue
+            if back != [message]:
+                failures.append((n, i, back))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
+
+
+# --- keys that are one key once stored ------------------------------------------------------
+
+
+class _OwnText(str):
+    """A str whose equality is its identity: Python keeps it apart from the plain text."""
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+class _OwnNumber(int):
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {_OwnText("a"): 1, "a": 2},
+        {_OwnText("a"): 1, _OwnText("a"): 2},
+        {_OwnNumber(3): 1, 3.0: 2},
+        {"x": [{_OwnNumber(1): "one", True: "true"}]},
+    ],
+    ids=["subclass-and-text", "two-subclasses", "int-subclass-and-float", "nested-and-bool"],
+)
+def test_keys_that_are_one_key_once_stored_are_refused(meta: dict[Any, Any]) -> None:
+    # msgpack read back one of the two keys: the other's value was silently lost.
+    repo = Repo.init("memory://")
+    before = _unchanged(repo)
+    message = {"role": "user", "content": "hi", "meta": meta}
+    with pytest.raises(SerializationError, match="one key once stored") as caught:
+        repo.commit({"messages": [message]})
+    assert caught.value.path.startswith("messages[0]['meta']")
+    assert _unchanged(repo) == before
+
+
+def test_subclass_keys_that_stay_distinct_are_kept() -> None:
+    repo = Repo.init("memory://")
+    meta = {_OwnText("a"): 1, "b": 2, Mode.FAST: 3, Level.HIGH: 4}
+    commit = repo.commit({"messages": [{"role": "user", "content": "hi", "meta": meta}]})
+    assert repo.show(commit.id).messages[0]["meta"] == {"a": 1, "b": 2, "fast": 3, 3: 4}

@@ -47,6 +47,17 @@ SHAPES = [
     "s3://bucket/prefix?aws_session_token={key}&region=us-east-1",
     "s3://bucket/prefix?password={encoded}",
     "s3://bucket/prefix?token={key}",
+    # An '@' a parser may fold from another character or decode from a second layer of
+    # percent-encoding, and secret parameters under other providers' names.
+    "s3://AKIDEXAMPLE:{key}\uff20bucket/prefix",
+    "s3://bucket/prefix?endpoint_url=http://AKIDEXAMPLE:{key}\ufe6b127.0.0.1:9",
+    "s3://bucket/prefix?endpoint_url={twice_encoded_endpoint}",
+    "s3://AKIDEXAMPLE:{twice_encoded}%2540bucket/prefix",
+    "az://container/prefix?sv=2022-11-02&sig={encoded}",
+    "s3://bucket/prefix?aws_session={key}",
+    # Pasted with a space or a BOM before it: it became a local folder named after the key.
+    " s3://AKIDEXAMPLE:{key}@bucket/prefix",
+    "\ufeffs3://AKIDEXAMPLE:{key}@bucket/prefix",
 ]
 """URL shapes; ``{key}`` is the secret, ``{encoded}`` it percent-encoded."""
 
@@ -66,12 +77,15 @@ def url_of(shape: str, key: str) -> str:
         key=key,
         encoded=urllib.parse.quote(key, safe=""),
         encoded_endpoint=urllib.parse.quote(endpoint, safe=""),
+        twice_encoded=urllib.parse.quote(urllib.parse.quote(key, safe=""), safe=""),
+        twice_encoded_endpoint=urllib.parse.quote(urllib.parse.quote(endpoint, safe=""), safe=""),
     )
 
 
 def forms(key: str) -> set[str]:
-    """The key as it may appear: raw, percent-encoded, form-encoded."""
-    return {key, urllib.parse.quote(key, safe=""), urllib.parse.quote_plus(key, safe="")}
+    """The key as it may appear: raw, percent-encoded (once or twice), form-encoded."""
+    once = urllib.parse.quote(key, safe="")
+    return {key, once, urllib.parse.quote(once, safe=""), urllib.parse.quote_plus(key, safe="")}
 
 
 class _Records(logging.Handler):
@@ -178,6 +192,36 @@ def test_masking_keeps_what_holds_no_secret() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "endpoint",
+    ["http://host\uff1a9000", "http://ho\uff0fst", "http://[::1", "http://[zz]:9"],
+)
+def test_an_endpoint_python_cannot_split_is_a_repository_error(endpoint: str) -> None:
+    # urlsplit raises ValueError for these (quoting the netloc): a RepositoryError instead.
+    for call in (Repo.open, Repo.init):
+        with pytest.raises(RepositoryError, match="endpoint_url is not an http"):
+            call(f"s3://bucket/prefix?endpoint_url={endpoint}")
+
+
+def test_an_endpoint_from_the_environment_with_credentials_is_masked_in_errors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # obstore's message quotes the request URL, built from AWS_ENDPOINT_URL with its userinfo.
+    secret = "wJalrXUtnFEMI/K7MDENG@bPxRfiCY"
+    endpoint = f"http://AKIDEXAMPLE:{urllib.parse.quote(secret, safe='')}@127.0.0.1:9"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    with pytest.raises(StateVCSError) as caught:
+        Repo.open("s3://bucket/prefix")
+    shown = str(caught.value)
+    assert "127.0.0.1:9" in shown  # the message still says where it failed
+    assert not leaks(secret, shown, ""), shown
+    assert "AKIDEXAMPLE:" not in shown
+
+
 # --- a URL missing its '//' -----------------------------------------------------------------
 
 
@@ -202,7 +246,19 @@ def test_a_url_missing_its_slashes_is_refused_and_creates_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("location", ["./s3:/x", "notes:v2", "runs/a:b", "C:/x"])
+@pytest.mark.parametrize("junk", [" ", "\t", "\n", "\ufeff", "\u200b", "\x1b"])
+def test_a_url_after_whitespace_is_refused_and_creates_nothing(
+    junk: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for call in (Repo.init, Repo.open):
+        with pytest.raises(RepositoryError, match="before what looks like a repository URL") as e:
+            call(f"{junk}s3://AKIDEXAMPLE:{AWS_SECRET}@bucket/prefix")
+        assert not leaks(AWS_SECRET, str(e.value), "")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("location", ["./s3:/x", "notes:v2", "runs/a:b", "C:/x", " notes", "\tx:1"])
 def test_folder_paths_with_a_colon_still_work(
     location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -12,6 +12,9 @@ import shlex
 # C0 and C1 control characters and DEL drive the terminal (colors, cursor moves, OSC 8 links,
 # title changes, \x9b is a one-byte CSI); lone surrogates cannot be encoded for output at all.
 _CONTROLS = "\x00-\x1f\x7f-\x9f\ud800-\udfff"
+# The Unicode line and paragraph separators break a line in some terminals and editors (a
+# forged header line after an author's name) and end a JavaScript string before ES2019.
+LINE_SEPARATORS = "\u2028\u2029"
 # Every bidi formatting character reorders what is shown (CVE-2021-42574): the marks (ALM, LRM,
 # RLM), embeddings, overrides and isolates.
 BIDI_FORMATTING = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
@@ -23,9 +26,11 @@ BIDI_FORMATTING = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 INVISIBLE_FORMATTING = (
     "\u180e\u200b\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f"
 )
-_UNSAFE = re.compile(f"[{_CONTROLS}{BIDI_FORMATTING}{INVISIBLE_FORMATTING}]")
+_UNSAFE = re.compile(f"[{_CONTROLS}{LINE_SEPARATORS}{BIDI_FORMATTING}{INVISIBLE_FORMATTING}]")
 # In JSON output C0 characters are already escaped by the encoder; these are not.
-UNSAFE_IN_JSON = re.compile(f"[\x7f-\x9f\ud800-\udfff{BIDI_FORMATTING}{INVISIBLE_FORMATTING}]")
+UNSAFE_IN_JSON = re.compile(
+    f"[\x7f-\x9f\ud800-\udfff{LINE_SEPARATORS}{BIDI_FORMATTING}{INVISIBLE_FORMATTING}]"
+)
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -47,7 +52,8 @@ def json_escape(match: re.Match[str]) -> str:
 def safe_text(value: object, *, keep: str = "") -> str:
     """Return ``value`` as text that cannot drive a terminal.
 
-    Control characters (C0, DEL, C1), every bidi formatting character (U+061C, U+200E, U+200F,
+    Control characters (C0, DEL, C1), the line and paragraph separators (U+2028, U+2029),
+    every bidi formatting character (U+061C, U+200E, U+200F,
     U+202A-U+202E, U+2066-U+2069), invisible format characters (U+200B, U+2060-U+2064, U+FEFF,
     tag characters, ...; see :data:`INVISIBLE_FORMATTING`) and lone surrogates become visible
     escapes such as ``\\x1b``, ``\\u202e`` and ``\\U000e0041``; the characters in ``keep``
@@ -78,6 +84,7 @@ def suggest(*words: str, then: str = "") -> str:
 __all__ = [
     "BIDI_FORMATTING",
     "INVISIBLE_FORMATTING",
+    "LINE_SEPARATORS",
     "UNSAFE_IN_JSON",
     "json_escape",
     "one_line",

@@ -13,6 +13,12 @@ relies on do not survive that:
   write-ahead log under the child's commits (SQLite's "How To Corrupt", 2.6). Handles passed
   to :func:`track` close their connection just before a fork and reopen it on next use, in
   both processes, so the child's connections take real locks.
+- Locks held by other threads. A forked child has only the forking thread: a lock another
+  thread held at the fork (a ``Repo`` in the middle of a commit, a store in a write) stays held
+  in the child for ever, and the child's first call on that handle would wait for ever. Each
+  tracked handle takes its lock before the fork (waiting for the operation in progress) and
+  releases it after, in both processes: repositories first (an operation holds its
+  repository's lock, then its store's), then stores, each kind in one fixed order.
 
 Forks made through ``os.fork`` (multiprocessing, gunicorn, Celery's billiard) run the hooks
 below; for S3, the pid check in :func:`s3_runtime_inherited` also catches a fork made in C.
@@ -38,7 +44,11 @@ class ForkAware(Protocol):
         """Called in the parent and in the child just after ``fork()``; must not raise."""
 
 
-_handles: weakref.WeakSet[ForkAware] = weakref.WeakSet()
+# Repositories' handles (their locks are taken first), then stores'.
+_handles: tuple[weakref.WeakSet[ForkAware], weakref.WeakSet[ForkAware]] = (
+    weakref.WeakSet(),
+    weakref.WeakSet(),
+)
 # The handles each forking thread prepared, held strongly from before its fork until after.
 _prepared: dict[int, list[ForkAware]] = {}
 
@@ -48,9 +58,13 @@ _runtime_pid: int | None = None
 _runtime_inherited = False
 
 
-def track(handle: ForkAware) -> None:
-    """Call ``handle``'s fork hooks around every fork while it is alive."""
-    _handles.add(handle)
+def track(handle: ForkAware, *, outer: bool = False) -> None:
+    """Call ``handle``'s fork hooks around every fork while it is alive.
+
+    ``outer`` handles (repositories, whose operations take their store's lock inside their
+    own) are prepared before the others, so a fork never waits for a lock in reverse order.
+    """
+    _handles[0 if outer else 1].add(handle)
 
 
 def s3_runtime_inherited() -> bool:
@@ -73,16 +87,19 @@ def enter_s3(url: str) -> None:
 
 def _prepare() -> None:
     prepared = _prepared.setdefault(threading.get_ident(), [])
-    for handle in list(_handles):
-        handle._before_fork()
-        prepared.append(handle)
+    # One order for every forking thread (two forking at once must not each hold a lock the
+    # other waits for): outer handles first, each kind by id.
+    for handles in _handles:
+        for handle in sorted(handles, key=id):
+            handle._before_fork()
+            prepared.append(handle)
 
 
 def _resume(*, in_child: bool) -> None:
     global _runtime_inherited
     if in_child and _runtime_pid is not None:
         _runtime_inherited = True
-    for handle in _prepared.pop(threading.get_ident(), []):
+    for handle in reversed(_prepared.pop(threading.get_ident(), [])):
         handle._after_fork(in_child=in_child)
 
 

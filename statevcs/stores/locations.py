@@ -9,11 +9,21 @@ from __future__ import annotations
 import re
 
 _AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?://|/)?")
-_AT = re.compile(r"@|%40", re.IGNORECASE)
+# A '%' percent-encoded any number of times ("%40", "%2540", ...): a value is decoded once
+# per layer (the query, then the endpoint inside it), and a mask must not depend on how many.
+_PCT = "%(?:25)*"
+# An '@' in any spelling a parser may read as one: plain, percent-encoded, or a character that
+# NFKC folds to '@' (U+FF20, U+FE6B; Python's urlsplit refuses those with the netloc in its
+# message), raw or percent-encoded as UTF-8.
+_AT = re.compile(
+    rf"[@\uff20\ufe6b]|{_PCT}40|{_PCT}ef{_PCT}bc{_PCT}a0|{_PCT}ef{_PCT}b9{_PCT}ab",
+    re.IGNORECASE,
+)
 # A query parameter that carries a secret (``secret_access_key=``, ``token=``, ``password=``,
-# ``X-Amz-Signature=``), its '=' plain or percent-encoded.
+# ``X-Amz-Signature=``, Azure's ``sig=``, ``aws_session=``), its '=' plain or percent-encoded.
 _SECRET_PARAMETER = re.compile(
-    r"(?:secret|token|passw|pwd|credential|signature|key|auth)[A-Za-z0-9_.-]*(?:=|%3d)",
+    r"(?:secret|token|passw|pwd|credential|sig|key|auth|session|sas|bearer|jwt|cookie)"
+    rf"[A-Za-z0-9_.-]*(?:=|{_PCT}3d|\uff1d|\ufe66)",
     re.IGNORECASE,
 )
 MASK = "***"

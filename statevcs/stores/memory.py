@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from ..errors import RefConflict, RefsChanged, StaleCache
 from ..hashing import ObjectId
+from . import forksafety
 from .base import (
     ANY,
     RefsState,
@@ -36,6 +37,14 @@ class MemoryStore(Store):
         self._generation = 0
         self._ref_changes = 0  # bumped by every change of a ref, symbolic ref or reflog
         self._lock = threading.RLock()
+        forksafety.track(self)
+
+    def _before_fork(self) -> None:
+        """Wait for a write in progress: the forked child would find the lock held for ever."""
+        self._lock.acquire()
+
+    def _after_fork(self, *, in_child: bool) -> None:
+        self._lock.release()
 
     def get_many(self, ids: Iterable[ObjectId]) -> dict[ObjectId, bytes]:
         """Return the stored bytes of every id that exists."""

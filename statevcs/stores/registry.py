@@ -103,12 +103,28 @@ def backend_for(location: str) -> Backend | None:
     return backend
 
 
+# What may precede a pasted URL unseen: whitespace, control and invisible format characters.
+_LEADING_JUNK = re.compile(
+    r"^[\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]+"
+)
+
+
 def check_path(location: str) -> None:
-    """Refuse a folder path that is a mistyped URL: ``s3:/bucket/p`` (one slash), ``s3:bucket``.
+    """Refuse a folder path that is a mistyped URL: ``s3:/bucket/p`` (one slash), ``s3:bucket``,
+    `` s3://bucket/p`` (a space or an invisible character before the scheme).
 
     Such a path would silently become a local folder named after the URL (and its
     credentials). A path starting ``./`` or ``/`` is always a folder.
     """
+    junk = _LEADING_JUNK.match(location)
+    if junk is not None:
+        rest = location[junk.end() :]
+        if _SCHEME.match(rest) or _SCHEME_LIKE.match(rest):
+            raise RepositoryError(
+                f"{shown_location(location)!r} has whitespace or an invisible character before "
+                "what looks like a repository URL: remove it; for a local folder of that name, "
+                "start the path with ./ or give it absolute"
+            )
     match = _SCHEME_LIKE.match(location)
     if match is None:
         return

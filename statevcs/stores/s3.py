@@ -194,7 +194,11 @@ def parse_s3_url(url: object) -> S3Location:
         params[name] = value
     endpoint = params.get("endpoint_url")
     if endpoint is not None:
-        parts = urllib.parse.urlsplit(endpoint)
+        try:  # urlsplit refuses a bad IPv6 host or an NFKC-folding netloc with a ValueError
+            parts = urllib.parse.urlsplit(endpoint)
+            _ = parts.hostname
+        except ValueError:
+            raise _bad_url(url, "endpoint_url is not an http(s)://HOST[:PORT] URL") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise _bad_url(url, f"endpoint_url {endpoint!r} is not an http(s)://HOST[:PORT] URL")
         if parts.username or parts.password or parts.query or parts.fragment:
@@ -230,6 +234,19 @@ def parse_s3_url(url: object) -> S3Location:
 
 
 # --- the client ---------------------------------------------------------------------------
+
+
+# A URL's userinfo inside obstore's messages: the request URL it prints is built from the
+# endpoint, which may come from the environment (AWS_ENDPOINT_URL) with a user:password in it.
+# Its userinfo is percent-encoded there, so it ends at the first '@'; cut at 300 characters, a
+# message may lack that '@', so a URL's authority with no '@' left is masked whole.
+_USERINFO = re.compile(r"(?i)([a-z][a-z0-9+.-]*://)[^\s/?#@]*@")
+_CUT_AUTHORITY = re.compile(r"(?i)([a-z][a-z0-9+.-]*://)[^\s/?#@]*:[^\s/?#@]*$")
+
+
+def _without_userinfo(text: str) -> str:
+    """``text`` with the userinfo of every URL in it replaced by ``***``."""
+    return _CUT_AUTHORITY.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
 
 
 def _obstore() -> Any:
@@ -273,14 +290,16 @@ class _Client:
         try:
             self.store = self.obstore.store.S3Store(location.bucket, retry_config=retry, **options)
         except Exception as exc:  # obstore reports bad configuration with its own types
-            raise RepositoryError(f"cannot configure S3 access to {location.url}: {exc}") from None
+            raise RepositoryError(
+                f"cannot configure S3 access to {location.url}: {_without_userinfo(str(exc))}"
+            ) from None
         self._pool = concurrent.futures.ThreadPoolExecutor(
             _CONCURRENCY, thread_name_prefix="statevcs-s3"
         )
 
     def failure(self, exc: BaseException, what: str) -> StoreError:
         """``exc`` from obstore as a StoreError naming the request and what to check."""
-        text = str(exc).split("\n", 1)[0][:300]
+        text = _without_userinfo(str(exc).split("\n", 1)[0][:300])
         if "NoSuchBucket" in str(exc):
             return RepositoryNotFound(
                 f"bucket {self.location.bucket!r} does not exist at "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+import time
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
 from pathlib import Path
@@ -17,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from statevcs import Repo
+from statevcs import Repo, Snapshot
+from statevcs.adapters import DictAdapter
 
 ANSWER_TIMEOUT = 60.0  # seconds: a spawned child imports statevcs on a loaded machine first
 
@@ -118,3 +120,67 @@ def test_the_parent_keeps_working_while_and_after_a_forked_child_commits(tmp_pat
         assert [c.message for c in repo.log("child")] == ["child"]
         assert repo.show("child").state == {"by": "child"}
         assert repo.fsck().ok
+
+
+class _Slow(dict[str, Any]):
+    """A dict whose adapter takes a while to capture: a commit in progress at a fork."""
+
+
+class _SlowAdapter(DictAdapter):
+    def __init__(self, started: threading.Event) -> None:
+        self.started = started
+
+    def capture(self, obj: dict[str, Any]) -> Snapshot:
+        self.started.set()
+        time.sleep(0.3)
+        return super().capture(obj)
+
+
+def _commit_on_parents_handle(answers: Connection) -> None:
+    repo = _parents_handle
+    assert repo is not None
+    repo.commit({"by": "child"}, message="child", branch="child")
+    answers.send(([c.message for c in repo.log("main")], repo.show("child").state))
+
+
+@pytest.mark.parametrize("url", ["sqlite", "memory://"])
+def test_a_fork_while_another_thread_commits_leaves_the_child_a_working_handle(
+    tmp_path: Path, url: str
+) -> None:
+    # The committing thread held the handle's lock at the fork; in the child that thread does
+    # not exist, so the lock stayed held and the child's first commit waited forever.
+    global _parents_handle
+    repo = _parents_handle = Repo.init(str(tmp_path / "repo") if url == "sqlite" else url)
+    started = threading.Event()
+    repo.adapters.register(_Slow, _SlowAdapter(started))
+    repo.commit({"by": "parent"}, message="parent")
+    committer = threading.Thread(target=repo.commit, args=(_Slow(by="thread"),), daemon=True)
+    context = multiprocessing.get_context("fork")
+    receiving, sending = context.Pipe(duplex=False)
+    child = context.Process(target=_commit_on_parents_handle, args=(sending,))
+    try:
+        committer.start()
+        assert started.wait(ANSWER_TIMEOUT)
+        child.start()  # while the thread is inside its commit
+        sending.close()
+        if not receiving.poll(ANSWER_TIMEOUT):
+            pytest.fail("the forked child hung on the parent's handle")
+        log, state = receiving.recv()
+        child.join(ANSWER_TIMEOUT)
+        assert child.exitcode == 0
+    finally:
+        _parents_handle = None
+        if child.is_alive():
+            child.kill()
+            child.join()
+        receiving.close()
+    committer.join(ANSWER_TIMEOUT)
+    # The fork waited for the thread's commit: the child saw it, and the parent still works.
+    assert (log, state) == (["", "parent"], {"by": "child"})
+    repo.commit({"by": "parent", "after": True}, message="after")
+    assert [c.message for c in repo.log()] == ["after", "", "parent"]
+    if url == "sqlite":
+        with Repo.open(str(tmp_path / "repo")) as reopened:
+            assert [c.message for c in reopened.log("child")] == ["child"]
+            assert reopened.fsck().ok
+    repo.close()
