@@ -43,16 +43,16 @@ SIZE = re.compile(r"^[\d,.]+ (B|KB|MB|GB)$")
 DURATION = re.compile(r"^[\d,.]+ ms$")
 
 
-def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run(tmp_path: Path, *args: str, script: Path = SCRIPT) -> subprocess.CompletedProcess[str]:
+    """Run a benchmark script in ``tmp_path`` with its scratch folder as ``TMPDIR``."""
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    env = {**os.environ, "TMPDIR": str(scratch)}
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
+        [sys.executable, str(script), *args],
         capture_output=True,
         text=True,
         timeout=300,
-        env=env,
+        env={**os.environ, "TMPDIR": str(scratch)},
         cwd=tmp_path,
     )
 
@@ -131,23 +131,15 @@ def test_too_few_turns_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_lookup_benchmark_prints_its_table_and_leaves_no_files(tmp_path: Path) -> None:
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_langgraph_lookup.py"),
-            "--turns",
-            "12",
-            "--lookups",
-            "2",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "TMPDIR": str(scratch)},
-        cwd=tmp_path,
+    result = run(
+        tmp_path,
+        "--turns",
+        "12",
+        "--lookups",
+        "2",
+        script=ROOT / "benchmarks" / "bench_langgraph_lookup.py",
     )
+    scratch = tmp_path / "scratch"
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| ")][1:]
     assert len(rows) == 5
@@ -158,16 +150,7 @@ def test_the_lookup_benchmark_prints_its_table_and_leaves_no_files(tmp_path: Pat
 
 
 def test_chunking_benchmark_prints_every_row(tmp_path: Path) -> None:
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_chunking.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "TMPDIR": str(scratch)},
-        cwd=tmp_path,
-    )
+    result = run(tmp_path, "--quick", script=ROOT / "benchmarks" / "bench_chunking.py")
     assert result.returncode == 0, result.stderr
     rows = [line.split() for line in result.stdout.splitlines()]
     throughput = [row for row in rows if row[:2] == ["1", "MB"] and row[2] in ("random", "base64")]
@@ -177,24 +160,16 @@ def test_chunking_benchmark_prints_every_row(tmp_path: Path) -> None:
 
 
 def test_the_list_benchmark_prints_its_table_and_leaves_no_files(tmp_path: Path) -> None:
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_langgraph_list.py"),
-            "--sizes",
-            "12",
-            "40",
-            "--repeat",
-            "2",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "TMPDIR": str(scratch)},
-        cwd=tmp_path,
+    result = run(
+        tmp_path,
+        "--sizes",
+        "12",
+        "40",
+        "--repeat",
+        "2",
+        script=ROOT / "benchmarks" / "bench_langgraph_list.py",
     )
+    scratch = tmp_path / "scratch"
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| ")][1:]
     assert [row.split("|")[1].strip() for row in rows] == ["12", "40"]
@@ -206,17 +181,9 @@ def test_the_list_benchmark_prints_its_table_and_leaves_no_files(tmp_path: Path)
 
 
 def test_the_experiments_benchmark_prints_its_table_and_leaves_no_files(tmp_path: Path) -> None:
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
     script = ROOT / "benchmarks" / "bench_experiments.py"
-    result = subprocess.run(
-        [sys.executable, str(script), "--turns", "10", "--commits", "12", "--repeat", "1"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "TMPDIR": str(scratch)},
-        cwd=tmp_path,
-    )
+    result = run(tmp_path, "--turns", "10", "--commits", "12", "--repeat", "1", script=script)
+    scratch = tmp_path / "scratch"
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| ")][2:]
     assert [row.split("|")[1].strip() for row in rows] == [
@@ -231,24 +198,16 @@ def test_the_experiments_benchmark_prints_its_table_and_leaves_no_files(tmp_path
 
 @pytest.mark.slow  # about 8 s of CPU: some 30 short processes
 def test_the_cli_benchmark_prints_every_row_and_leaves_no_files(tmp_path: Path) -> None:
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_cli.py"),
-            "--quick",
-            "--runs",
-            "1",
-            "--commits",
-            "20",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "TMPDIR": str(scratch)},
-        cwd=tmp_path,
+    result = run(
+        tmp_path,
+        "--quick",
+        "--runs",
+        "1",
+        "--commits",
+        "20",
+        script=ROOT / "benchmarks" / "bench_cli.py",
     )
+    scratch = tmp_path / "scratch"
     assert result.returncode == 0, result.stderr
     out = result.stdout
     for row in ("--version", "log -n 10 (10 commits)", "show (", "reflog (", "status ("):
@@ -260,16 +219,8 @@ def test_the_cli_benchmark_prints_every_row_and_leaves_no_files(tmp_path: Path) 
 
 def test_the_mirror_benchmark_prints_a_row_per_length_and_leaves_no_files(tmp_path: Path) -> None:
     pytest.importorskip("dulwich")
+    result = run(tmp_path, "--sizes", "3", "6", script=ROOT / "benchmarks" / "bench_mirror.py")
     scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_mirror.py"), "--sizes", "3", "6"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "TMPDIR": str(scratch)},
-        cwd=tmp_path,
-    )
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| ")][2:]
     assert [row.split("|")[1].strip() for row in rows] == ["3", "6"]
