@@ -20,7 +20,9 @@ from faultproxy import FaultProxy
 from seaweedfs import BUCKET, REGION, SeaweedFS
 
 from statevcs import Repo
-from statevcs.errors import StoreError
+from statevcs.errors import InvalidRevision, RepositoryError, StoreError
+from statevcs.stores.s3 import parse_s3_url
+from statevcs.stores.s3_retry import RetryPolicy
 
 DOCUMENT = r"statevcs\.json$"
 OBJECTS = r"/objects/"
@@ -77,7 +79,6 @@ def assert_whole(place: Place) -> None:
 # --- data loss and wrong answers ------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 23: a 409 on an object upload is taken as stored")
 def test_a_409_on_an_object_upload_never_acknowledges_a_commit_without_the_object(
     place: Place, proxy: FaultProxy
 ) -> None:
@@ -92,7 +93,6 @@ def test_a_409_on_an_object_upload_never_acknowledges_a_commit_without_the_objec
         assert contents(cold) == ["kept"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 23: RefConflict for a ref write that landed")
 def test_a_commit_whose_answer_was_lost_is_recognised_after_another_writer_committed(
     place: Place, proxy: FaultProxy
 ) -> None:
@@ -122,7 +122,6 @@ def test_a_commit_whose_answer_was_lost_is_recognised_after_another_writer_commi
     assert_whole(place)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 23: Repo.init answers RepositoryExists for itself")
 def test_init_recognises_its_own_repository_when_the_answer_was_lost(
     place: Place, proxy: FaultProxy
 ) -> None:
@@ -135,7 +134,7 @@ def test_init_recognises_its_own_repository_when_the_answer_was_lost(
 
 # --- safe retries ---------------------------------------------------------------------------
 
-FAST: dict[str, str] = {}
+FAST = {"backoff_ms": "5", "max_backoff_ms": "50"}
 """Short waits between retries, so the tests run fast (the defaults are for real servers)."""
 
 
@@ -187,14 +186,12 @@ def test_a_server_error_on_a_write_is_retried(
         ("reset_after", DOCUMENT),
     ],
 )
-@pytest.mark.xfail(strict=True, reason="issue 23: conditional PUTs are not retried after resets")
 def test_a_reset_write_is_retried_and_counts_once(
     place: Place, proxy: FaultProxy, fault: str, key: str
 ) -> None:
     one_fault_on_a_write(place, proxy, fault, key)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 23: hard-coded 30 s request timeout")
 def test_a_stalled_document_write_times_out_and_is_retried(place: Place, proxy: FaultProxy) -> None:
     with Repo.init(place.direct) as setup:
         setup.commit({"messages": [turn("first")]}, message="first")
@@ -207,7 +204,6 @@ def test_a_stalled_document_write_times_out_and_is_retried(place: Place, proxy: 
         assert contents(cold) == ["first", "second"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 23: a lost init answer fails the init")
 def test_init_recognises_its_own_repository_after_a_reset(place: Place, proxy: FaultProxy) -> None:
     proxy.rule("reset_after", method="PUT", key=DOCUMENT)
     Repo.init(place.via(**FAST)).close()
@@ -218,7 +214,6 @@ def test_init_recognises_its_own_repository_after_a_reset(place: Place, proxy: F
 # --- honest errors --------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 23: a failed commit does not say if it landed")
 def test_a_commit_that_cannot_reach_the_server_says_it_may_have_landed_and_how_to_ask(
     place: Place, proxy: FaultProxy
 ) -> None:
@@ -246,7 +241,6 @@ def test_a_commit_that_cannot_reach_the_server_says_it_may_have_landed_and_how_t
     assert_whole(place)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 23: a failed commit does not say if it landed")
 def test_a_commit_whose_objects_cannot_be_stored_says_nothing_was_written(
     place: Place, proxy: FaultProxy
 ) -> None:
@@ -266,16 +260,66 @@ def test_a_commit_whose_objects_cannot_be_stored_says_nothing_was_written(
         assert contents(cold) == ["first"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 23: no way to ask whether a commit landed")
 def test_has_landed_finds_a_commit_on_its_branch_only(repo: Repo) -> None:
     first = repo.commit({"messages": [turn("one")]}, message="one")
     second = repo.commit({"messages": [turn("one"), turn("two")]}, message="two")
+    assert repo.has_landed(first.id) and repo.has_landed(second.id)  # HEAD's branch: main
     aside = repo.commit({"messages": [turn("aside")]}, message="aside", branch="aside")
-    assert repo.has_landed(first.id) and repo.has_landed(second.id, branch="main")
     assert not repo.has_landed(aside.id, branch="main")
     assert repo.has_landed(aside.id, branch="aside")
-    assert not repo.has_landed("0" * 64)
+    assert not repo.has_landed("0" * 64, branch="main")
     repo.reset("main", first.id)  # moved away since: it still landed
-    assert repo.has_landed(second.id)
+    assert repo.has_landed(second.id, branch="main")
     with pytest.raises(TypeError, match="commit_id"):
         repo.has_landed(3)  # type: ignore[arg-type]
+    with pytest.raises(InvalidRevision, match="64"):
+        repo.has_landed(first.id[:12])
+
+
+# --- the options ----------------------------------------------------------------------------
+
+
+def test_retry_options_parse_round_trip_and_refuse_bad_values() -> None:
+    url = (
+        "s3://bucket/p?retries=3&backoff_ms=10&max_backoff_ms=100&timeout_ms=2000"
+        "&connect_timeout_ms=500"
+    )
+    location = parse_s3_url(url)
+    assert location.policy == RetryPolicy(3, 10, 100, 2000, 500)
+    assert parse_s3_url(location.url) == location
+    assert parse_s3_url("s3://bucket/p").policy == RetryPolicy()
+    assert parse_s3_url("s3://bucket/p?retries=0").policy.retries == 0
+    for bad in (
+        "retries=-1",
+        "retries=101",
+        "timeout_ms=5",
+        "backoff_ms=x",
+        "timeout_ms=1e3",
+        "connect_timeout_ms=",
+        "max_backoff_ms=0",
+        "retries=" + "9" * 5000,
+    ):
+        name = bad.split("=")[0]
+        with pytest.raises(RepositoryError, match=name):
+            parse_s3_url(f"s3://bucket/p?{bad}")
+
+
+def test_the_waits_between_retries_grow_stay_capped_and_never_vanish() -> None:
+    policy = RetryPolicy(retries=8, backoff_ms=10, max_backoff_ms=200)
+    for _ in range(50):
+        waits = list(policy.waits())
+        assert len(waits) == 8
+        ceilings = [min(0.01 * 2**i, 0.2) for i in range(8)]
+        assert all(c / 2 <= w <= c for w, c in zip(waits, ceilings, strict=True))
+    assert list(RetryPolicy(retries=0).waits()) == []
+
+
+def test_a_stalled_read_is_bounded_by_the_timeout(place: Place, proxy: FaultProxy) -> None:
+    with Repo.init(place.direct) as setup:
+        setup.commit({"messages": [turn("first")]}, message="first")
+    proxy.rule("stall", method="GET", key=DOCUMENT, times=1000)
+    started = time.monotonic()
+    with pytest.raises(StoreError, match="timed out") as caught:
+        Repo.open(place.via(**FAST, retries="1", timeout_ms="300"))
+    assert time.monotonic() - started < 5
+    assert "credentials" not in str(caught.value)
