@@ -43,9 +43,9 @@ class StoreError(StateVCSError):
 
     For a failed write, :attr:`landed` says whether it took effect anyway: ``False`` (nothing
     was written), ``True``, or ``None`` when that is not known (a network failure hid the
-    answer). :meth:`Repo.commit <statevcs.Repo.commit>` also sets :attr:`commit_id`, the commit
-    it was writing: after ``landed is None``, ask :meth:`Repo.has_landed
-    <statevcs.Repo.has_landed>` before committing again, so the retry never duplicates it.
+    answer). ``Repo.commit`` also sets :attr:`commit_id`, the commit it was writing:
+    after ``landed is None``, ask ``Repo.has_landed`` before committing again, so the retry
+    never duplicates it.
     """
 
     def __init__(

@@ -571,10 +571,10 @@ class Repo:
         Ask after :meth:`commit` raised a :class:`StoreError` whose ``landed`` is ``None``
         (its ``commit_id`` names the commit), before committing the change again. First every
         write begun before this call is made unable to land later (a request still on its
-        way; :meth:`Store.fence <statevcs.stores.base.Store.fence>`), then the branch's reflog
-        is searched for the commit: ``False`` means it did not land and never will, so commit
-        again. ``branch`` defaults to the branch ``HEAD`` names. Ask before reflogs are
-        expired (``gc(expire_reflog=...)``): an expired entry is forgotten.
+        way; ``Store.fence``), then the branch's reflog is searched for the commit: ``False``
+        means it did not land and never will, so commit again. ``branch`` defaults to the
+        branch ``HEAD`` names. Ask before reflogs are expired (``gc(expire_reflog=...)``): an
+        expired entry is forgotten.
         """
         _check_str(commit_id, "commit_id")
         if len(commit_id) != 64 or not all(c in "0123456789abcdef" for c in commit_id):

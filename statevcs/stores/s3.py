@@ -12,7 +12,12 @@ Layout under ``s3://BUCKET/PREFIX/``:
     ``If-Match: <etag>`` of the version it was computed from, so a batch of ref moves, its
     reflog entries, the generation check and the ``HEAD`` it logs to land together or not at
     all. Writers that lose the race re-read and re-check their expected values; a ref that
-    really moved raises :class:`~statevcs.errors.RefConflict`.
+    really moved raises :class:`~statevcs.errors.RefConflict`. The document names its last
+    64 writes (``writes``), so a writer whose answer was lost recognises its own write.
+
+Requests that fail on the network are retried (:mod:`statevcs.stores.s3_retry` has the policy,
+the URL's ``retries``, ``backoff_ms``, ``max_backoff_ms``, ``timeout_ms`` and
+``connect_timeout_ms``); no commit is acknowledged before its objects were seen stored.
 
 Garbage collection takes a sweep lease in the document before it deletes anything and bumps
 the generation when it releases it; no ref moves while a lease is held. See docs/storage.md for
@@ -371,8 +376,8 @@ class _Client:
                     return False
                 # Absent: another upload of it is in flight, or one that failed.
             except RequestFailed as exc:
-                if not exc.transient:
-                    raise
+                if exc.kind != "network":
+                    raise  # refused, or a 5xx after obstore's own retries
                 failed = exc
             wait = next(waits, None)
             if wait is None:
@@ -897,6 +902,7 @@ class S3Store(Store):
                 writes = _count_process_write(self._repository_key)
                 self._install(_Doc(data, etag), self._installs, started, writes)
                 return
+            retry = failed is None or failed.kind == "network"  # obstore retried 5xx already
             try:
                 found = self._client.get(self._doc_key)
             except StoreError as exc:
@@ -921,7 +927,7 @@ class S3Store(Store):
                 self._install(doc, self._installs, started, writes)
                 return
             # Absent: a 409 (another create in flight) or a request that never arrived.
-            wait = next(waits, None)
+            wait = next(waits, None) if retry else None
             if wait is None:
                 raise StoreError(
                     f"{failed or 'the server kept answering that the repository exists'}; the "
@@ -1089,7 +1095,7 @@ class S3Store(Store):
         self,
         doc: _Doc,
         data: dict[str, Any],
-        landed: Callable[[_Doc], bool] | None = None,
+        landed: Callable[[_Doc], bool | None] | None = None,
     ) -> _Doc | None:
         """Write ``data`` if the document is still ``doc``: the new version, or ``None`` when
         another write got there first (nothing of this one was written).
@@ -1097,9 +1103,9 @@ class S3Store(Store):
         A request whose answer was lost (a reset, a timeout, a 5xx after the write landed,
         then "precondition failed" on obstore's retry) is settled by reading the document:
         it names its last writes, so this one is recognised by its token even after other
-        writes on top of it (``landed`` may recognise it too, for a write older than that
-        list). If the document is unchanged, the same bytes are sent again: whichever copy
-        lands, only one can. When nothing tells, ``StoreError`` with ``landed=None``.
+        writes on top of it (``landed`` may tell too, for a write older than that list). If
+        the document is unchanged, the same bytes are sent again: whichever copy lands, only
+        one can. When nothing tells, ``StoreError`` with ``landed=None``.
         """
         serial = int(doc.data["serial"]) + 1
         token = uuid.uuid4().hex
@@ -1138,12 +1144,15 @@ class S3Store(Store):
                 return outcome
             if outcome is False:
                 return None
-            wait = next(waits, None)
+            # Unchanged: resent after a reset or a timeout, which obstore does not retry (a 5xx
+            # was retried by obstore already; S3 may still apply a write it answered 500 to).
+            wait = next(waits, None) if failed is None or failed.kind == "network" else None
             if wait is None:
                 # Unchanged when last read, but a request that timed out may still arrive.
                 raise StoreError(
-                    f"{failed}; {DOCUMENT} was unchanged when last read, but a copy of this "
-                    "write may still be on its way",
+                    f"{failed or f'S3 PUT {self._doc_key} kept failing its precondition'}; "
+                    f"{DOCUMENT} was unchanged when last read, but a copy of this write may "
+                    "still be on its way",
                     landed=None,
                 )
             time.sleep(wait)
@@ -1153,7 +1162,7 @@ class S3Store(Store):
         doc: _Doc,
         serial: int,
         token: str,
-        landed: Callable[[_Doc], bool] | None,
+        landed: Callable[[_Doc], bool | None] | None,
         failed: RequestFailed | None,
     ) -> _Doc | bool | None:
         """Whether the write of ``serial`` (from ``doc``, with ``token``) landed, read afresh:
@@ -1172,8 +1181,11 @@ class S3Store(Store):
             return current if names[serial] == token else False
         if current.etag == doc.etag:
             return None
-        if landed is not None and landed(current):
-            return current
+        # Older than the list of writes (a base read long before, the objects slow to upload):
+        # the caller may still tell, from what its write would have left behind.
+        verdict = landed(current) if landed is not None else None
+        if verdict is not None:
+            return current if verdict else False
         raise StoreError(
             f"{failed or 'a conditional write lost its answer'}; {DOCUMENT} of {self.url} moved "
             f"on too far (or was written by an older statevcs) to tell whether this write "
@@ -1186,7 +1198,7 @@ class S3Store(Store):
         change: Callable[[_Doc], dict[str, Any] | None],
         *,
         cached: bool = False,
-        landed: Callable[[_Doc], bool] | None = None,
+        landed: Callable[[_Doc], bool | None] | None = None,
     ) -> _Doc:
         """Apply ``change`` (document -> next data, or ``None`` for no write) until it lands.
 
@@ -1194,8 +1206,9 @@ class S3Store(Store):
         the first attempt starts from the last document this store saw, which saves a read on
         the common path: a write from it lands only if it is still current (the etag), and a
         refusal or a no-op decided on it is decided again on a freshly read one. ``landed``
-        tells, from a later document, whether the last data ``change`` made was written (see
-        :meth:`_try_write`). A ``StoreError`` says whether the write landed (``landed``).
+        tells, from a later document, whether the last data ``change`` made was written
+        (``None``: it cannot tell; see :meth:`_try_write`). A ``StoreError`` says whether the
+        write landed (its ``landed``).
         """
         self._check_open()
         with self._lock:
@@ -1610,10 +1623,19 @@ class S3Store(Store):
             logged[:] = entries
             return data
 
-        def landed(doc: _Doc) -> bool:
+        def landed(doc: _Doc) -> bool | None:
             # The reflog entry of this very move (its time, to the microsecond) is in the ref's
-            # reflog: the write landed, however many writes followed it.
-            return bool(logged) and logged[0][1] in self._log_entries(doc, logged[0][0])
+            # reflog: the write landed, however many writes followed it. Not there, while an
+            # entry older than it is, it never landed: no expiry can have removed it alone.
+            if not logged:
+                return None
+            name, entry = logged[0]
+            entries = self._log_entries(doc, name)
+            if entry in entries:
+                return True
+            if any(_entry(e).timestamp < entry[2] for e in entries):
+                return False
+            return None
 
         # With objects to upload, decide on a fresh document first (one conditional GET), so a
         # refused write uploads nothing; a bare ref move can start from the cached one.

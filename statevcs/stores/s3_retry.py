@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 import re
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
@@ -81,15 +82,20 @@ class RetryPolicy:
         }
 
     def waits(self) -> Iterator[float]:
-        """The waits (seconds) before each of the :attr:`retries` retries.
+        """The waits (seconds) before each of the :attr:`retries` retries of one write.
 
         Each is drawn between half and all of a ceiling that doubles from :attr:`backoff_ms`
         up to :attr:`max_backoff_ms`: never zero (a server asking to slow down gets a pause),
-        never in step with another client that failed at the same moment.
+        never in step with another client that failed at the same moment. They stop early
+        once :attr:`request_bound` has passed since the first was asked for, so the retries
+        of one write never take longer than one request with all of obstore's retries.
         """
         ceiling = self.backoff_ms / 1000
         cap = self.max_backoff_ms / 1000
+        deadline = time.monotonic() + self.request_bound
         for _ in range(self.retries):
+            if time.monotonic() > deadline:
+                return
             top = min(ceiling, cap)
             yield random.uniform(top / 2, top)
             ceiling *= 2

@@ -31,6 +31,7 @@ def messages_digest(texts: list[str]) -> str:
 class _Run:
     def __init__(self) -> None:
         self.errors: Counter[str] = Counter()
+        self.samples: dict[str, str] = {}
         self.raw: list[str] = []
         self.longest = 0.0
         self.commit_calls = 0
@@ -45,7 +46,9 @@ class _Run:
         except statevcs.StateVCSError as exc:
             landed = getattr(exc, "landed", "n/a") if isinstance(exc, statevcs.StoreError) else ""
             suffix = f"(landed={landed})" if landed != "" else ""
-            self.errors[f"{what}: {type(exc).__name__}{suffix}"] += 1
+            kind = f"{what}: {type(exc).__name__}{suffix}"
+            self.errors[kind] += 1
+            self.samples.setdefault(kind, str(exc)[:2000])
             raise
         except Exception as exc:
             self.raw.append(f"{what}: {type(exc).__name__}: {str(exc)[:300]}")
@@ -79,6 +82,7 @@ def write(url: str, branch: str, name: str, count: int, result: str, start: Any)
                 {
                     "acked": acked,
                     "errors": dict(run.errors),
+                    "samples": run.samples,
                     "raw": run.raw,
                     "longest": run.longest,
                     "commit_calls": run.commit_calls,

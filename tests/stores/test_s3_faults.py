@@ -21,7 +21,7 @@ from seaweedfs import BUCKET, REGION, SeaweedFS
 
 from statevcs import Repo
 from statevcs.errors import InvalidRevision, RepositoryError, StoreError
-from statevcs.stores.s3 import parse_s3_url
+from statevcs.stores.s3 import WRITES_KEPT, parse_s3_url
 from statevcs.stores.s3_retry import RetryPolicy
 
 DOCUMENT = r"statevcs\.json$"
@@ -162,6 +162,30 @@ def one_fault_on_a_write(place: Place, proxy: FaultProxy, fault: str, key: str) 
     assert_whole(place)
 
 
+@pytest.mark.parametrize("fault", ["error_after", "reset_before"])
+def test_a_lost_answer_is_settled_after_more_writes_than_the_document_lists(
+    place: Place, proxy: FaultProxy, fault: str
+) -> None:
+    with Repo.init(place.direct) as setup:
+        setup.commit({"messages": [turn("first")]}, message="first")
+    other = Repo.open(place.direct)
+
+    def many_writes_elsewhere() -> None:
+        for i in range(WRITES_KEPT + 6):  # config writes: main does not move
+            other.config.set("test.counter", str(i))
+
+    # Landed or not, the write is older than the document's list of writes when it is settled:
+    # the branch's reflog tells (the entry is there, or an older one is and this one is not).
+    proxy.rule(fault, method="PUT", key=DOCUMENT, then=many_writes_elsewhere)
+    commit_id = commit_once(place, "second")
+    other.close()
+    with Repo.open(place.direct) as cold:
+        assert cold.get_commit("main").id == commit_id
+        assert contents(cold) == ["first", "second"]
+        assert [c.message for c in cold.log("main")] == ["second", "first"]
+    assert_whole(place)
+
+
 @pytest.mark.parametrize(
     ("fault", "key"),
     [
@@ -214,13 +238,41 @@ def test_init_recognises_its_own_repository_after_a_reset(place: Place, proxy: F
 # --- honest errors --------------------------------------------------------------------------
 
 
-def test_a_commit_that_cannot_reach_the_server_says_it_may_have_landed_and_how_to_ask(
+def test_a_write_that_arrives_after_its_timeout_is_never_committed_twice(
     place: Place, proxy: FaultProxy
 ) -> None:
     with Repo.init(place.direct) as setup:
         setup.commit({"messages": [turn("first")]}, message="first")
-    proxy.rule("reset_before", method="PUT", key=DOCUMENT, times=1000)
-    with Repo.open(place.via(**FAST, retries="2")) as repo:
+    # Both copies of the document write reach the server a second late, long after the
+    # client gave up on them: the documented check must still see to exactly one commit.
+    proxy.rule("delay", method="PUT", key=DOCUMENT, times=2, delay=1.0)
+    with Repo.open(place.via(**FAST, retries="1", timeout_ms="300")) as repo:
+        state: dict[str, Any] = {}
+        repo.checkout(state, "main")
+        state["messages"].append(turn("second"))
+        try:
+            landed = repo.commit(state, message="second").id
+        except StoreError as error:
+            assert error.landed is None and error.commit_id is not None
+            if repo.has_landed(error.commit_id, branch="main"):
+                landed = error.commit_id
+            else:
+                landed = repo.commit(state, message="second").id
+    time.sleep(1.5)  # every delayed copy has arrived by now
+    with Repo.open(place.direct) as cold:
+        assert contents(cold) == ["first", "second"]
+        assert cold.get_commit("main").id == landed
+    assert_whole(place)
+
+
+@pytest.mark.parametrize("fault", ["reset_before", "error_before", "stall"])
+def test_a_commit_that_cannot_reach_the_server_says_it_may_have_landed_and_how_to_ask(
+    place: Place, proxy: FaultProxy, fault: str
+) -> None:
+    with Repo.init(place.direct) as setup:
+        setup.commit({"messages": [turn("first")]}, message="first")
+    proxy.rule(fault, method="PUT", key=DOCUMENT, times=1000)
+    with Repo.open(place.via(**FAST, retries="2", timeout_ms="300")) as repo:
         state: dict[str, Any] = {}
         repo.checkout(state, "main")
         state["messages"].append(turn("second"))
