@@ -21,7 +21,8 @@ from seaweedfs import BUCKET, REGION, SeaweedFS
 
 from statevcs import Repo
 from statevcs.errors import InvalidRevision, RepositoryError, StoreError
-from statevcs.stores.s3 import WRITES_KEPT, parse_s3_url
+from statevcs.hashing import hash_bytes
+from statevcs.stores.s3 import WRITES_KEPT, S3Store, parse_s3_url
 from statevcs.stores.s3_retry import RetryPolicy
 
 DOCUMENT = r"statevcs\.json$"
@@ -160,6 +161,23 @@ def one_fault_on_a_write(place: Place, proxy: FaultProxy, fault: str, key: str) 
         assert contents(cold) == ["first", "second"]
         assert [c.message for c in cold.log("main")] == ["second", "first"]
     assert_whole(place)
+
+
+def test_an_object_key_holding_other_bytes_is_repaired_only_by_the_right_bytes(
+    place: Place,
+) -> None:
+    store = S3Store.create(place.direct, config={}, head=None)
+    try:
+        data = b"the bytes this id names"
+        object_id = hash_bytes(data)
+        key = store._object_key(object_id)
+        store._client.put(key, b"damaged")
+        store.put_many({object_id: b"not the bytes of this id either"})
+        assert store._client.get(key)[0] == b"damaged"  # unverifiable bytes replace nothing
+        store.put_many({object_id: data})
+        assert store._client.get(key)[0] == data
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize("fault", ["error_after", "reset_before"])
