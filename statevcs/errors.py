@@ -39,7 +39,21 @@ class RepositoryExists(RepositoryError):
 
 
 class StoreError(StateVCSError):
-    """A storage backend failed (I/O error, unreachable server, locked database)."""
+    """A storage backend failed (I/O error, unreachable server, locked database).
+
+    For a failed write, :attr:`landed` says whether it took effect anyway: ``False`` (nothing
+    was written), ``True``, or ``None`` when that is not known (a network failure hid the
+    answer). ``Repo.commit`` also sets :attr:`commit_id`, the commit it was writing:
+    after ``landed is None``, ask ``Repo.has_landed`` before committing again, so the retry
+    never duplicates it.
+    """
+
+    def __init__(
+        self, message: str = "", *, landed: bool | None = None, commit_id: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.landed = landed
+        self.commit_id = commit_id
 
 
 # --- objects ------------------------------------------------------------------
@@ -58,7 +72,8 @@ class StaleCache(StoreError):
         self.actual = actual
         super().__init__(
             f"the repository was garbage-collected while this write was prepared (generation "
-            f"{expected} -> {actual}); nothing was written: retry the operation"
+            f"{expected} -> {actual}); nothing was written: retry the operation",
+            landed=False,
         )
 
 

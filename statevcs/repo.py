@@ -30,6 +30,7 @@ from .durations import as_duration
 from .errors import (
     CorruptObject,
     DetachedHead,
+    InvalidRevision,
     MissingObject,
     RefConflict,
     RefExists,
@@ -39,6 +40,7 @@ from .errors import (
     RepositoryNotFound,
     StaleCache,
     StateVCSError,
+    StoreError,
     UnknownRevision,
 )
 from .gc import (
@@ -496,6 +498,11 @@ class Repo:
         messages), loads the merged state into ``obj`` and returns the merge commit.
         New objects and the ref move land in one transaction: a failure leaves the branch
         where it was.
+
+        A :class:`StoreError` says whether the commit landed anyway (``landed``: ``False``,
+        ``True``, or ``None`` when a network failure hid the answer) and names it
+        (``commit_id``). After ``landed is None``, ask :meth:`has_landed` before committing the
+        change again, so the retry never writes it twice.
         """
         fields = _CommitFields.check(self, message, author, timestamp, metadata)
         if branch is not None:
@@ -503,9 +510,10 @@ class Repo:
         if on_conflict not in ("raise", "merge"):
             raise TypeError(f"on_conflict must be 'raise' or 'merge', got {on_conflict!r}")
         adapter = self.adapters.lookup(obj)
-        with self._lock, acting_for(self):
+        with self._lock, acting_for(self), _CommitOutcome() as outcome:
             snapshot = adapter.capture(obj)
             ref, sync = self._target(obj, branch)
+            outcome.ref = ref
             skip = transient_keys(obj)
             base = self._message_base(sync, adapter, obj)
             previous = sync.messages if sync is not None else None
@@ -538,18 +546,21 @@ class Repo:
                 written = self._encode(snapshot, base, previous, skip)
                 commit_id, encoded = fields.encode(written.snapshot_id, parents)
                 objects = {**written.objects, commit_id: encoded}
+                outcome.phase, outcome.commit_id = "writing", commit_id
                 try:
                     self._apply(
                         [_ref_update(ref, commit_id, expected, fields.reflog_note(parents))],
                         objects,
                     )
                 except StaleCache:
+                    outcome.phase = "before"
                     base = previous = None  # write every object again
                     continue
                 except RefConflict as conflict:
                     # No retry that could drop the other side, not even for a fresh object.
                     if on_conflict == "raise" or conflict.actual is None:
                         raise _stale_writer(ref, synced, conflict) from None
+                    outcome.phase = "merging"  # its own writes say whether they landed
                     return self._commit_merging(
                         obj,
                         adapter,
@@ -562,12 +573,43 @@ class Repo:
                         encoded,
                         from_hex(conflict.actual),
                     )
+                outcome.phase = "written"
                 sync = _Sync(ref, commit_id, written.messages, self.objects.generation)
                 self._after_write(obj, adapter, sync)
                 return _commit_from(commit_id, self._load_commit(commit_id))
             raise RefConflict(
                 ref, None, None, f"gave up after {_MAX_ATTEMPTS} attempts under heavy contention"
             )
+
+    def has_landed(self, commit_id: str, *, branch: str | None = None) -> bool:
+        """Whether commit ``commit_id`` (its 64 hex digits) was committed to ``branch``.
+
+        Ask after :meth:`commit` raised a :class:`StoreError` whose ``landed`` is ``None``
+        (its ``commit_id`` names the commit), before committing the change again. First every
+        write begun before this call is made unable to land later (a request still on its
+        way; ``Store.fence``), then the branch's reflog is searched for the commit: ``False``
+        means it did not land and never will, so commit again. ``branch`` defaults to the
+        branch ``HEAD`` names. Ask before reflogs are expired (``gc(expire_reflog=...)``): an
+        expired entry is forgotten.
+        """
+        _check_str(commit_id, "commit_id")
+        if len(commit_id) != 64 or not all(c in "0123456789abcdef" for c in commit_id):
+            raise InvalidRevision(
+                f"commit_id {commit_id[:80]!r} is not a full commit id (64 lowercase hex "
+                "digits, as in StoreError.commit_id)"
+            )
+        if branch is not None:
+            ref = full_branch_ref(_check_str(branch, "branch"))
+        elif self._head_ref is not None:
+            ref = self._head_ref
+        else:
+            raise DetachedHead("HEAD is detached; pass branch='name' to say where to look")
+        target = from_hex(commit_id)
+        self._store.fence()
+        with self._store.operation():
+            if self._store.get_ref(ref) == target:
+                return True
+            return any(entry.new == target for entry in self._store.reflog(ref))
 
     def _tip_messages(self, ref: str) -> StoredMessages | None:
         """The tip's stored conversation, to splice onto (``None``: write the tree whole)."""
@@ -1205,6 +1247,47 @@ def _check_format(found: str | None, where: str) -> None:
 def _ref_update(ref: str, new: ObjectId | None, expected: Expected, note: str) -> RefUpdate:
     # The store also logs the move in HEAD's reflog when ``ref`` is the default branch.
     return RefUpdate(ref, new, expected, note)
+
+
+class _CommitOutcome:
+    """Where :meth:`Repo.commit` is; a ``StoreError`` out of it then says whether the commit
+    landed (``landed``) and names it (``commit_id``)."""
+
+    def __init__(self) -> None:
+        self.ref: str | None = None
+        self.commit_id: ObjectId | None = None
+        self.phase: Literal["before", "writing", "merging", "written"] = "before"
+
+    def __enter__(self) -> _CommitOutcome:
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if not isinstance(exc, StoreError) or self.phase == "merging" or self.ref is None:
+            return
+        # Before the write nothing was sent; during it the store knows (or says it does not).
+        landed = {"before": False, "written": True}.get(self.phase, exc.landed)
+        raise _commit_failure(self.ref, self.commit_id, exc, landed) from exc
+
+
+def _commit_failure(
+    ref: str, commit_id: ObjectId | None, exc: StoreError, landed: bool | None
+) -> StoreError:
+    branch = short_name(ref)
+    name = to_hex(commit_id) if commit_id is not None else None
+    what = f"commit {name}" if name is not None else "the commit"
+    if landed is False:
+        text = f"{what} on branch {branch!r} did not land (nothing was written): {exc}"
+        text += "; commit again"
+    elif landed:
+        text = f"{what} landed on branch {branch!r}, but reading it back failed: {exc}"
+        text += f"; check {branch!r} out again to continue from it"
+    else:
+        text = (
+            f"whether {what} landed on branch {branch!r} is unknown: {exc}; once the store "
+            f"answers again, call repo.has_landed({name!r}, branch={branch!r}) and commit again "
+            "only if it returns False"
+        )
+    return StoreError(text, landed=landed, commit_id=name)
 
 
 def _stale_writer(ref: str, synced: ObjectId | None, conflict: RefConflict) -> RefConflict:

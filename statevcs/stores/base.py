@@ -172,6 +172,15 @@ class Store(abc.ABC):
     def refs_state(self) -> RefsState:
         """Return a value that changes whenever any ref, symbolic ref or reflog changes."""
 
+    def fence(self) -> None:
+        """Return once no write begun before the call can still take effect.
+
+        A store whose writes are over when their call returns (or raises) has nothing to do;
+        a remote one makes sure a request still on its way can no longer land (asked before
+        deciding a failed write did not land, see ``Repo.has_landed``).
+        """
+        return None
+
     # --- refs -------------------------------------------------------------------
 
     @abc.abstractmethod

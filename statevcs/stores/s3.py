@@ -12,7 +12,12 @@ Layout under ``s3://BUCKET/PREFIX/``:
     ``If-Match: <etag>`` of the version it was computed from, so a batch of ref moves, its
     reflog entries, the generation check and the ``HEAD`` it logs to land together or not at
     all. Writers that lose the race re-read and re-check their expected values; a ref that
-    really moved raises :class:`~statevcs.errors.RefConflict`.
+    really moved raises :class:`~statevcs.errors.RefConflict`. The document names its last
+    64 writes (``writes``), so a writer whose answer was lost recognises its own write.
+
+Requests that fail on the network are retried (:mod:`statevcs.stores.s3_retry` has the policy,
+the URL's ``retries``, ``backoff_ms``, ``max_backoff_ms``, ``timeout_ms`` and
+``connect_timeout_ms``); no commit is acknowledged before its objects were seen stored.
 
 Garbage collection takes a sweep lease in the document before it deletes anything and bumps
 the generation when it releases it; no ref moves while a lease is held. See docs/storage.md for
@@ -33,7 +38,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import datetime as dt
 import hashlib
 import json
 import os
@@ -72,6 +76,7 @@ from .base import (
     reflog_note,
 )
 from .locations import holds_credentials, shown_location
+from .s3_retry import RETRY_PARAMETERS, RequestFailed, RetryPolicy, advice, classify, retried
 
 DOCUMENT = "statevcs.json"
 DOCUMENT_FORMAT = 1
@@ -89,7 +94,7 @@ _IP_LIKE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
 _SEGMENT = re.compile(r"^[A-Za-z0-9!_.*'()-]+$")
 _REGION = re.compile(r"^[a-z0-9-]{1,40}$")
 _HEX = re.compile(r"^[0-9a-f]{64}$")
-_PARAMETERS = ("endpoint_url", "region", "cache", "cache_mb", "doc_ttl_ms")
+_PARAMETERS = ("endpoint_url", "region", "cache", "cache_mb", "doc_ttl_ms", *RETRY_PARAMETERS)
 _MAX_DOC_TTL_MS = 60_000
 
 _T = TypeVar("_T")
@@ -111,6 +116,18 @@ class S3Location:
     cache_mb: int | None = None
     doc_ttl_ms: int | None = None
     """How long (ms) read-only calls may reuse a document read; ``None`` or 0: never."""
+    retries: int | None = None
+    backoff_ms: int | None = None
+    max_backoff_ms: int | None = None
+    timeout_ms: int | None = None
+    connect_timeout_ms: int | None = None
+    """The retry options (``None``: the default); see :attr:`policy`."""
+
+    @property
+    def policy(self) -> RetryPolicy:
+        """How requests are retried and timed out: the URL's options, defaults for the rest."""
+        given = {n: v for n in RETRY_PARAMETERS if (v := getattr(self, n)) is not None}
+        return RetryPolicy(**given)
 
     @property
     def url(self) -> str:
@@ -230,7 +247,12 @@ def parse_s3_url(url: object) -> S3Location:
                 f"{_MAX_DOC_TTL_MS}",
             )
         doc_ttl_ms = int(raw)
-    return S3Location(bucket, prefix, endpoint, region, cache, cache_mb, doc_ttl_ms)
+    try:
+        RetryPolicy.from_query(params)
+    except ValueError as exc:
+        raise _bad_url(url, str(exc)) from None
+    retry = {n: int(params[n]) for n in RETRY_PARAMETERS if n in params}
+    return S3Location(bucket, prefix, endpoint, region, cache, cache_mb, doc_ttl_ms, **retry)
 
 
 # --- the client ---------------------------------------------------------------------------
@@ -267,26 +289,21 @@ class _Client:
     def __init__(self, location: S3Location) -> None:
         forksafety.enter_s3(location.url)  # a store made in a forked child would hang
         self.location = location
+        self.policy = location.policy
         self.obstore = _obstore()
         errors = self.obstore.exceptions
         self.AlreadyExists: type[Exception] = errors.AlreadyExistsError
         self.Precondition: type[Exception] = errors.PreconditionError
         self.NotModified: type[Exception] = errors.NotModifiedError
         options: dict[str, Any] = {}
+        client_options = self.policy.obstore_client_options()
         if location.endpoint_url is not None:
             options["endpoint"] = location.endpoint_url
-            options["client_options"] = {"allow_http": location.endpoint_url.startswith("http://")}
+            client_options["allow_http"] = location.endpoint_url.startswith("http://")
+        options["client_options"] = client_options
         if location.region is not None:
             options["region"] = location.region
-        retry = {
-            "max_retries": 4,
-            "retry_timeout": dt.timedelta(seconds=20),
-            "backoff": {
-                "init_backoff": dt.timedelta(milliseconds=50),
-                "max_backoff": dt.timedelta(seconds=2),
-                "base": 2.0,
-            },
-        }
+        retry = self.policy.obstore_retry()
         try:
             self.store = self.obstore.store.S3Store(location.bucket, retry_config=retry, **options)
         except Exception as exc:  # obstore reports bad configuration with its own types
@@ -298,16 +315,17 @@ class _Client:
         )
 
     def failure(self, exc: BaseException, what: str) -> StoreError:
-        """``exc`` from obstore as a StoreError naming the request and what to check."""
+        """``exc`` from obstore as a StoreError naming the request and what to do about it
+        (a :class:`RequestFailed` that says whether a retry may cure it)."""
         text = _without_userinfo(str(exc).split("\n", 1)[0][:300])
         if "NoSuchBucket" in str(exc):
             return RepositoryNotFound(
                 f"bucket {self.location.bucket!r} does not exist at "
                 f"{self.location.endpoint_url or 'AWS'}; create it, or fix the URL"
             )  # type: ignore[return-value]
-        return StoreError(
-            f"S3 {what} failed on {self.location.url}: {text}; check the endpoint, the bucket "
-            "and the credentials in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
+        kind = classify(exc)
+        return RequestFailed(
+            f"S3 {what} failed on {self.location.url}: {text}; {advice(kind, self.policy)}", kind
         )
 
     def get(self, key: str, *, if_none_match: str | None = None) -> tuple[bytes, str, float] | None:
@@ -329,15 +347,19 @@ class _Client:
 
     def head(self, key: str) -> bool:
         """Whether ``key`` exists."""
+        return self.stat(key) is not None
+
+    def stat(self, key: str) -> str | None:
+        """The etag of ``key`` (``""`` if the server gave none), ``None`` if it is absent."""
         try:
-            self.obstore.head(self.store, key)
+            meta = self.obstore.head(self.store, key)
         except FileNotFoundError as exc:
             if "NoSuchBucket" in str(exc):
                 raise self.failure(exc, f"HEAD {key}") from None
-            return False
+            return None
         except Exception as exc:
             raise self.failure(exc, f"HEAD {key}") from None
-        return True
+        return str(meta.get("e_tag") or "")
 
     def put(self, key: str, data: bytes, mode: Any = None) -> str:
         """PUT ``data``; return the new etag. AlreadyExists and Precondition pass up."""
@@ -352,13 +374,59 @@ class _Client:
             raise self.failure(exc, f"PUT {key}") from None
         return str(result.get("e_tag") or "")
 
-    def create(self, key: str, data: bytes) -> bool:
-        """PUT with ``If-None-Match: *``: whether this call created the key."""
-        try:
-            self.put(key, data, mode="create")
-        except self.AlreadyExists:
-            return False
-        return True
+    def create(self, key: str, data: bytes, *, ours: Callable[[], bool] | None = None) -> bool:
+        """Store immutable ``data`` under ``key`` unless it is there: whether this call wrote it.
+
+        Content-addressed, so safe to send again: retried after resets, timeouts and 5xx
+        answers. An "already exists" answer is never taken on trust (S3 also gives it, as
+        ``409``, while another upload of the key is still in flight, which may never finish):
+        the key is confirmed with ``HEAD``, and its etag with the MD5 of ``data``; absent, it
+        is uploaded again. Other bytes under the key are replaced if ``ours()`` says ``data``
+        is right for it (a damaged object repaired), else left.
+        """
+        waits = self.policy.waits()
+        failed: RequestFailed | None = None
+        while True:
+            try:
+                self.put(key, data, mode="create")
+                return True
+            except self.AlreadyExists:
+                there = self._holds(key, data)
+                if there is True:
+                    return False
+                if there is False:
+                    if ours is not None and ours():
+                        self.put(key, data)  # unconditional: replaces the damaged bytes
+                        return True
+                    return False
+                # Absent: another upload of it is in flight, or one that failed.
+            except RequestFailed as exc:
+                if exc.kind != "network":
+                    raise  # refused, or a 5xx after obstore's own retries
+                failed = exc
+            wait = next(waits, None)
+            if wait is None:
+                raise failed or RequestFailed(
+                    f"S3 PUT {key} failed on {self.location.url}: the server kept answering "
+                    "that the key exists while it is absent (another upload of it in flight "
+                    f"that never finished), also after {self.policy.retries} retries; retry "
+                    "later",
+                    "server",
+                )
+            time.sleep(wait)
+
+    def _holds(self, key: str, data: bytes) -> bool | None:
+        """Whether ``key`` holds ``data`` (``None``: absent), by its etag when that is the
+        MD5 of the bytes (a plain upload), else by reading it."""
+        etag = self.stat(key)
+        if etag is None:
+            return None
+        if etag.strip('"').lower() == hashlib.md5(data, usedforsecurity=False).hexdigest():
+            return True
+        found = self.get(key)  # multipart or encrypted: the etag is no digest of the bytes
+        if found is None:
+            return None
+        return found[0] == data
 
     def delete(self, keys: list[str]) -> None:
         """Delete ``keys`` (absent ones are fine), in bulk requests."""
@@ -590,10 +658,12 @@ class _Doc:
 
 def new_document(config: Mapping[str, str], head: str | None) -> dict[str, Any]:
     """The document of a new repository: ``HEAD`` -> ``head`` (if given), no refs, ``config``."""
+    token = uuid.uuid4().hex
     return {
         "statevcs": DOCUMENT_FORMAT,
         "serial": 0,
-        "writer": uuid.uuid4().hex,
+        "writer": token,
+        "writes": [[0, token]],
         "refs_serial": 0,
         "generation": 0,
         "sweep": None,
@@ -602,6 +672,27 @@ def new_document(config: Mapping[str, str], head: str | None) -> dict[str, Any]:
         "symbolic": {"HEAD": head} if head is not None else {},
         "logs": {},
     }
+
+
+WRITES_KEPT = 64
+"""How many of its last writes the document names (``writes``: ``[serial, token]`` pairs): a
+writer whose answer was lost finds its own token there even after others wrote on top."""
+
+
+def _recent_writes(data: Mapping[str, Any]) -> list[list[Any]]:
+    """The document's ``writes`` that are well formed (a damaged list only forgets writes)."""
+    found = data.get("writes")
+    if not isinstance(found, list):
+        return []
+    return [
+        [w[0], w[1]]
+        for w in found[-WRITES_KEPT:]
+        if isinstance(w, list)
+        and len(w) == 2
+        and type(w[0]) is int
+        and isinstance(w[1], str)
+        and len(w[1]) <= 64
+    ]
 
 
 def _damaged(where: str, problem: str) -> StoreError:
@@ -732,6 +823,17 @@ def _chunk_bytes(entries: list[Any]) -> tuple[str, bytes]:
 
 # --- the store ------------------------------------------------------------------------------
 
+
+@contextlib.contextmanager
+def _not_written() -> Iterator[None]:
+    """A ``StoreError`` inside comes before the write is sent: it says it did not land."""
+    try:
+        yield
+    except StoreError as exc:
+        exc.landed = False
+        raise
+
+
 # Writes to each repository by any store in this process: a handle may reuse a document it read
 # (``doc_ttl_ms``) only while no handle in the process wrote since, so every handle sees a
 # write made in its own process at once.
@@ -792,23 +894,74 @@ class S3Store(Store):
     def create(cls, url: str, *, config: Mapping[str, str], head: str | None) -> S3Store:
         """Create a repository at ``url`` with one conditional write (``RepositoryExists``)."""
         store = cls(parse_s3_url(url))
-        data = new_document(config, head)
-        body = store._encode(data)
-        started = time.monotonic()
         try:
-            etag = store._client.put(store._doc_key, body, mode="create")
-        except store._client.AlreadyExists:
-            store.close()
-            raise RepositoryExists(
-                f"a statevcs repository already exists at {store.url}; open it instead "
-                f"(statevcs.Repo.open({store.url!r}) or `statevcs --repo URL log`)"
-            ) from None
+            store._create_document(new_document(config, head))
         except BaseException:
             store.close()
             raise
-        writes = _count_process_write(store._repository_key)
-        store._install(_Doc(data, etag), store._installs, started, writes)
         return store
+
+    def _create_document(self, data: dict[str, Any]) -> None:
+        """Create the document (``If-None-Match: *``), retried like every write.
+
+        A create whose answer was lost (a reset, or a 5xx and then "exists" on obstore's
+        retry) is recognised by the token it wrote; anyone else's document raises
+        ``RepositoryExists``.
+        """
+        token = data["writer"]
+        body = self._encode(data)
+        waits = self._client.policy.waits()
+        failed: RequestFailed | None = None
+        while True:
+            started = time.monotonic()
+            try:
+                etag = self._client.put(self._doc_key, body, mode="create")
+            except self._client.AlreadyExists:
+                pass
+            except RequestFailed as exc:
+                if not exc.transient:
+                    exc.landed = False
+                    raise
+                failed = exc
+            else:
+                writes = _count_process_write(self._repository_key)
+                self._install(_Doc(data, etag), self._installs, started, writes)
+                return
+            retry = failed is None or failed.kind == "network"  # obstore retried 5xx already
+            try:
+                found = self._client.get(self._doc_key)
+            except StoreError as exc:
+                raise StoreError(
+                    f"{failed or exc}; whether the repository at {self.url} was created is "
+                    "unknown: once the store answers, open it (statevcs.Repo.open), and create "
+                    "it again only if there is none",
+                    landed=None,
+                ) from None
+            if found is not None:
+                try:
+                    doc = _Doc(_check_document(_parse_document(found[0], self.url), self.url), "")
+                except StoreError:
+                    doc = None
+                if doc is None or token not in (w[1] for w in _recent_writes(doc.data)):
+                    raise RepositoryExists(
+                        f"a statevcs repository already exists at {self.url}; open it instead "
+                        f"(statevcs.Repo.open({self.url!r}) or `statevcs --repo URL log`)"
+                    )
+                doc.etag = found[1]
+                writes = _count_process_write(self._repository_key)
+                self._install(doc, self._installs, started, writes)
+                return
+            # Absent: a 409 (another create in flight) or a request that never arrived.
+            wait = next(waits, None) if retry else None
+            if wait is None:
+                raise StoreError(
+                    f"{failed or 'the server kept answering that the repository exists'}; the "
+                    f"repository at {self.url} was not created yet when last checked: once the "
+                    "store answers, open it (statevcs.Repo.open), and create it again only if "
+                    "there is none",
+                    landed=None,
+                )
+            time.sleep(wait)
 
     @classmethod
     def open(cls, url: str) -> S3Store:
@@ -963,40 +1116,124 @@ class S3Store(Store):
             doc = self._read()
         return doc
 
-    def _try_write(self, doc: _Doc, data: dict[str, Any]) -> _Doc | None:
-        """Write ``data`` if the document is still ``doc``; the new version, or ``None``."""
-        data["serial"] = int(doc.data["serial"]) + 1
-        data["writer"] = token = uuid.uuid4().hex
+    def _try_write(
+        self,
+        doc: _Doc,
+        data: dict[str, Any],
+        landed: Callable[[_Doc], bool | None] | None = None,
+    ) -> _Doc | None:
+        """Write ``data`` if the document is still ``doc``: the new version, or ``None`` when
+        another write got there first (nothing of this one was written).
+
+        A request whose answer was lost (a reset, a timeout, a 5xx after the write landed,
+        then "precondition failed" on obstore's retry) is settled by reading the document:
+        it names its last writes, so this one is recognised by its token even after other
+        writes on top of it (``landed`` may tell too, for a write older than that list). If
+        the document is unchanged, the same bytes are sent again: whichever copy lands, only
+        one can. When nothing tells, ``StoreError`` with ``landed=None``.
+        """
+        serial = int(doc.data["serial"]) + 1
+        token = uuid.uuid4().hex
+        data["serial"] = serial
+        data["writer"] = token
+        data["writes"] = [*_recent_writes(doc.data), [serial, token]][-WRITES_KEPT:]
         body = self._encode(data)
-        with self._lock:
-            installs = self._installs
-        started = time.monotonic()
-        try:
-            etag = self._client.put(self._doc_key, body, mode={"e_tag": doc.etag})
-        except self._client.Precondition:
-            # A retried request whose first attempt landed fails its own precondition: the
-            # document then carries this write's token.
-            current = self._read()
-            if current.data.get("writer") == token:
+        waits = self._client.policy.waits()
+        sent = False  # whether a copy of this write went out before the current one
+        while True:
+            with self._lock:
+                installs = self._installs
+            started = time.monotonic()
+            failed: RequestFailed | None = None
+            try:
+                etag = self._client.put(self._doc_key, body, mode={"e_tag": doc.etag})
+            except self._client.Precondition as exc:
+                if not sent and not retried(exc):
+                    return None  # the only copy sent was refused: another write won the race
+            except RequestFailed as exc:
+                if not exc.transient:
+                    exc.landed = False  # refused (credentials, a bad request): not applied
+                    raise
+                failed = exc
+            else:
+                written = _Doc(data, etag)
+                # Counted before the call returns: any handle in this process that reads
+                # after this write was acknowledged sees it.
+                writes = _count_process_write(self._repository_key)
+                self._install(written, installs, started, writes)
+                return written
+            sent = True
+            outcome = self._settle(doc, serial, token, landed, failed)
+            if isinstance(outcome, _Doc):
                 _count_process_write(self._repository_key)
-                return current
+                return outcome
+            if outcome is False:
+                return None
+            # Unchanged: resent after a reset or a timeout, which obstore does not retry (a 5xx
+            # was retried by obstore already; S3 may still apply a write it answered 500 to).
+            wait = next(waits, None) if failed is None or failed.kind == "network" else None
+            if wait is None:
+                # Unchanged when last read, but a request that timed out may still arrive.
+                raise StoreError(
+                    f"{failed or f'S3 PUT {self._doc_key} kept failing its precondition'}; "
+                    f"{DOCUMENT} was unchanged when last read, but a copy of this write may "
+                    "still be on its way",
+                    landed=None,
+                )
+            time.sleep(wait)
+
+    def _settle(
+        self,
+        doc: _Doc,
+        serial: int,
+        token: str,
+        landed: Callable[[_Doc], bool | None] | None,
+        failed: RequestFailed | None,
+    ) -> _Doc | bool | None:
+        """Whether the write of ``serial`` (from ``doc``, with ``token``) landed, read afresh:
+        the current document if it did, ``False`` if another write took its place, ``None``
+        if the document is still ``doc`` (it may be sent again)."""
+        try:
+            current = self._read()
+        except StateVCSError as exc:
+            raise StoreError(
+                f"{failed or exc}; reading {DOCUMENT} back failed too ({exc}), so whether the "
+                f"write to {self.url} landed is unknown",
+                landed=None,
+            ) from None
+        names = {s: t for s, t in _recent_writes(current.data)}
+        if serial in names:
+            return current if names[serial] == token else False
+        if current.etag == doc.etag:
             return None
-        written = _Doc(data, etag)
-        # Counted before the call returns: any handle in this process that reads after this
-        # write was acknowledged sees it.
-        writes = _count_process_write(self._repository_key)
-        self._install(written, installs, started, writes)
-        return written
+        # Older than the list of writes (a base read long before, the objects slow to upload):
+        # the caller may still tell, from what its write would have left behind.
+        verdict = landed(current) if landed is not None else None
+        if verdict is not None:
+            return current if verdict else False
+        raise StoreError(
+            f"{failed or 'a conditional write lost its answer'}; {DOCUMENT} of {self.url} moved "
+            f"on too far (or was written by an older statevcs) to tell whether this write "
+            f"landed: whether it landed is unknown",
+            landed=None,
+        )
 
     def _mutate(
-        self, change: Callable[[_Doc], dict[str, Any] | None], *, cached: bool = False
+        self,
+        change: Callable[[_Doc], dict[str, Any] | None],
+        *,
+        cached: bool = False,
+        landed: Callable[[_Doc], bool | None] | None = None,
     ) -> _Doc:
         """Apply ``change`` (document -> next data, or ``None`` for no write) until it lands.
 
         ``change`` may raise to refuse (RefConflict, StaleCache, RefsChanged). With ``cached``,
         the first attempt starts from the last document this store saw, which saves a read on
         the common path: a write from it lands only if it is still current (the etag), and a
-        refusal or a no-op decided on it is decided again on a freshly read one.
+        refusal or a no-op decided on it is decided again on a freshly read one. ``landed``
+        tells, from a later document, whether the last data ``change`` made was written
+        (``None``: it cannot tell; see :meth:`_try_write`). A ``StoreError`` says whether the
+        write landed (its ``landed``).
         """
         self._check_open()
         with self._lock:
@@ -1006,10 +1243,12 @@ class S3Store(Store):
         attempt = 0
         while True:
             if doc is None or doc.sweep is not None:
-                doc = self._unswept(doc)
+                with _not_written():
+                    doc = self._unswept(doc)
                 fresh = True
             try:
-                data = change(doc)
+                with _not_written():
+                    data = change(doc)
             except StateVCSError:
                 if fresh:
                     raise
@@ -1020,13 +1259,15 @@ class S3Store(Store):
                     return doc
                 doc = None
                 continue
-            written = self._try_write(doc, data)
+            written = self._try_write(doc, data, landed)
             if written is not None:
                 return written
             attempt += 1
             if time.monotonic() > deadline:
                 raise StoreError(
-                    f"a write to {self.url} lost the race {attempt} times in a row; retry later"
+                    f"a write to {self.url} lost the race {attempt} times in a row; nothing was "
+                    "written: retry later",
+                    landed=False,
                 )
             if attempt > 3:
                 time.sleep(random.uniform(0, min(0.05, 0.002 * attempt)))
@@ -1130,7 +1371,10 @@ class S3Store(Store):
             return 0
 
         def create(item: tuple[ObjectId, bytes]) -> bool:
-            return self._client.create(self._object_key(item[0]), bytes(item[1]))
+            object_id, data = item[0], bytes(item[1])
+            return self._client.create(
+                self._object_key(object_id), data, ours=lambda: hash_bytes(data) == object_id
+            )
 
         tag, _ = self._seen_generations()
         created: list[bool] = self._client.concurrently(create, items)
@@ -1272,6 +1516,11 @@ class S3Store(Store):
             if data is None or self._try_write(doc, data) is not None:
                 return
 
+    def fence(self) -> None:
+        """Move the document to a new version: a write sent before, on an older version, and
+        still on its way (a request that timed out) can no longer land."""
+        self._mutate(lambda doc: doc.copy())
+
     def generation(self) -> int:
         """Return the gc generation (bumped when each sweep lease is released)."""
         return self._view().generation
@@ -1340,7 +1589,12 @@ class S3Store(Store):
     def _upload_chunks(self, chunks: Mapping[str, bytes]) -> None:
         items = list(chunks.items())
         self._client.concurrently(
-            lambda item: self._client.create(self.location.key(f"logs/{item[0]}"), item[1]), items
+            lambda item: self._client.create(
+                self.location.key(f"logs/{item[0]}"),
+                item[1],
+                ours=lambda: hashlib.sha256(item[1]).hexdigest() == item[0],
+            ),
+            items,
         )
         cache = self._local()
         if cache is not None and items:
@@ -1362,6 +1616,7 @@ class S3Store(Store):
         check_batch(updates)
         payload = dict(objects or {})
         uploaded_at: list[int] = []  # the generation the objects were last uploaded under
+        logged: list[tuple[str, list[Any]]] = []  # the reflog entries of the last attempt
 
         # Only a write that references objects depends on the gc generation: deleting refs
         # does not, and must not fail because a collection ran while it was prepared.
@@ -1403,11 +1658,26 @@ class S3Store(Store):
                     entries.append((log_name, entry))
             data["refs_serial"] += 1
             self._append_logs(data, entries)
+            logged[:] = entries
             return data
+
+        def landed(doc: _Doc) -> bool | None:
+            # The reflog entry of this very move (its time, to the microsecond) is in the ref's
+            # reflog: the write landed, however many writes followed it. Not there, while an
+            # entry older than it is, it never landed: no expiry can have removed it alone.
+            if not logged:
+                return None
+            name, entry = logged[0]
+            entries = self._log_entries(doc, name)
+            if entry in entries:
+                return True
+            if any(_entry(e).timestamp < entry[2] for e in entries):
+                return False
+            return None
 
         # With objects to upload, decide on a fresh document first (one conditional GET), so a
         # refused write uploads nothing; a bare ref move can start from the cached one.
-        self._mutate(change, cached=not payload)
+        self._mutate(change, cached=not payload, landed=landed)
 
     # --- reflogs --------------------------------------------------------------------------
 

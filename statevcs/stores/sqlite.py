@@ -784,7 +784,8 @@ class _Transaction:
             self._store._lock.release()
             raise StoreError(
                 f"cannot start a write on {self._store.path}: {exc}; "
-                "another process may hold the lock for too long"
+                "another process may hold the lock for too long",
+                landed=False,
             ) from exc
         except BaseException:
             self._store._lock.release()
@@ -801,12 +802,16 @@ class _Transaction:
                 except sqlite3.Error as error:
                     db.execute("ROLLBACK")
                     raise StoreError(
-                        f"SQLite commit failed on {self._store.path}: {error}"
+                        f"SQLite commit failed on {self._store.path}: {error}", landed=False
                     ) from error
             else:
-                db.execute("ROLLBACK")
+                db.execute("ROLLBACK")  # so a StoreError from inside wrote nothing either
+                if isinstance(exc, StoreError) and exc.landed is None:
+                    exc.landed = False
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"SQLite write failed on {self._store.path}: {exc}") from exc
+                    raise StoreError(
+                        f"SQLite write failed on {self._store.path}: {exc}", landed=False
+                    ) from exc
         finally:
             self._store._lock.release()
 
