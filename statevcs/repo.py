@@ -1287,7 +1287,14 @@ def _commit_failure(
             f"answers again, call repo.has_landed({name!r}, branch={branch!r}) and commit again "
             "only if it returns False"
         )
-    return StoreError(text, landed=landed, commit_id=name)
+    # The same class as ``exc`` (ForkedProcessError, RequestFailed, ...), so callers can still
+    # tell what failed; built like an unpickled error, since subclasses take other arguments.
+    error = type(exc).__new__(type(exc))
+    error.args = (text,)
+    error.__dict__.update(exc.__dict__)
+    error.landed = landed
+    error.commit_id = name
+    return error
 
 
 def _stale_writer(ref: str, synced: ObjectId | None, conflict: RefConflict) -> RefConflict:
