@@ -78,6 +78,8 @@ from .base import (
 from .locations import holds_credentials, shown_location
 from .s3_retry import RETRY_PARAMETERS, RequestFailed, RetryPolicy, advice, classify, retried
 
+_XML_BODY = re.compile(r":?\s*<\?xml.*$", re.S)
+
 DOCUMENT = "statevcs.json"
 DOCUMENT_FORMAT = 1
 LOG_CHUNK = 32
@@ -318,6 +320,8 @@ class _Client:
         """``exc`` from obstore as a StoreError naming the request and what to do about it
         (a :class:`RequestFailed` that says whether a retry may cure it)."""
         text = _without_userinfo(str(exc).split("\n", 1)[0][:300])
+        # An error body is S3's XML; the status line before it says what the reader needs.
+        text = _XML_BODY.sub("", text)
         if "NoSuchBucket" in str(exc):
             return RepositoryNotFound(
                 f"bucket {self.location.bucket!r} does not exist at "

@@ -31,9 +31,15 @@ _LIMITS = {
     "connect_timeout_ms": (100, 600_000),
 }
 
-Kind = Literal["network", "server", "credentials", "refused"]
+Kind = Literal["network", "server", "credentials", "no-credentials", "refused"]
 """How a request failed: ``network`` (reset, timeout, no connection) and ``server`` (5xx) may
-pass; ``credentials`` (403, 401) and ``refused`` (any other answer) will not."""
+pass; ``credentials`` (403, 401), ``no-credentials`` (none in the environment, so the client
+asked the cloud's instance metadata address for a role) and ``refused`` (any other answer)
+will not."""
+
+# The instance metadata address every S3 client asks for a role when the environment holds no
+# credentials; on a laptop or a local server it answers nothing useful.
+_METADATA_ADDRESS = "169.254.169.254"
 
 TRANSIENT: frozenset[Kind] = frozenset(("network", "server"))
 
@@ -128,9 +134,11 @@ class RetryPolicy:
 def classify(exc: BaseException) -> Kind:
     """How an obstore request failed, from its exception."""
     name = type(exc).__name__
+    text = str(exc)
+    if _METADATA_ADDRESS in text:
+        return "no-credentials"
     if name in ("PermissionDeniedError", "UnauthenticatedError"):
         return "credentials"
-    text = str(exc)
     if "Server returned non-2xx status code: 5" in text or "Server returned error response" in text:
         return "server"  # a 5xx, or a 200 whose body is an error (S3's InternalError, SlowDown)
     if "Server returned non-2xx status code" in text:
@@ -155,6 +163,13 @@ def advice(kind: Kind, policy: RetryPolicy) -> str:
         return (
             f"the server answered with an error, also after {policy.retries} retries; retry "
             "later (or raise retries= in the URL)"
+        )
+    if kind == "no-credentials":
+        return (
+            "no S3 credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and "
+            "AWS_REGION) in the environment; without them the client asks the cloud's instance "
+            "metadata address for a role, which only a cloud machine has (docs/storage.md: a "
+            "local S3 server to try it)"
         )
     if kind == "credentials":
         return (
