@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -57,6 +57,7 @@ HEX_ID = re.compile(r"[0-9a-f]{64}")
 """A full statevcs id as ``statevcs.json`` and the id map write it."""
 
 _T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 def require_dulwich() -> None:
@@ -112,10 +113,11 @@ def message_file(index: int, role: str) -> str:
 # --- git objects ---------------------------------------------------------------------
 
 
-def git_object(git: GitRepo, sha: bytes, kind: type[_T], what: str) -> _T:
-    """Read one git object of type ``kind``; missing, damaged or other objects raise."""
+def _read(sha: bytes, what: str, read: Callable[[Any], _R]) -> _R:
+    """``read(sha)`` from the mirror's object store; a missing or damaged object raises
+    :class:`GitMirrorError` saying what to do."""
     try:
-        obj = git.object_store[oid(sha)]
+        return read(oid(sha))
     except KeyError:
         raise GitMirrorError(
             f"{what} {show(sha)} is not in the mirror's object store (a shallow or partial "
@@ -125,6 +127,11 @@ def git_object(git: GitRepo, sha: bytes, kind: type[_T], what: str) -> _T:
         raise GitMirrorError(
             f"{what} {show(sha)} in the mirror is damaged ({exc}); run `git fsck` in the mirror"
         ) from None
+
+
+def git_object(git: GitRepo, sha: bytes, kind: type[_T], what: str) -> _T:
+    """Read one git object of type ``kind``; missing, damaged or other objects raise."""
+    obj = _read(sha, what, git.object_store.__getitem__)
     if not isinstance(obj, kind):
         raise GitMirrorError(
             f"{show(sha)} in the mirror is a {obj.type_name.decode()}, not a {what}"
@@ -145,17 +152,7 @@ _TYPE_NAMES = {1: "commit", 2: "tree", 3: "blob", 4: "tag"}
 def _raw_object(git: GitRepo, sha: bytes, type_num: int, what: str) -> bytes:
     """The content of one git object of type ``type_num``, without building a dulwich object
     (an import reads thousands of small trees and blobs)."""
-    try:
-        found, data = git.object_store.get_raw(oid(sha))
-    except KeyError:
-        raise GitMirrorError(
-            f"{what} {show(sha)} is not in the mirror's object store (a shallow or partial "
-            "copy?); import from a complete mirror (git fetch --unshallow)"
-        ) from None
-    except Exception as exc:  # dulwich reports damaged objects with many unrelated types
-        raise GitMirrorError(
-            f"{what} {show(sha)} in the mirror is damaged ({exc}); run `git fsck` in the mirror"
-        ) from None
+    found, data = _read(sha, what, git.object_store.get_raw)
     kind = _TYPE_NAMES.get(found, f"object of type {found}")
     data = bytes(data)
     # dulwich checks neither a loose object's stated size nor any object's sha here.
