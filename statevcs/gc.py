@@ -10,7 +10,17 @@ from datetime import timedelta
 from .errors import CorruptObject, MissingObject, RefsChanged, StateVCSError, StoreError
 from .hashing import ObjectId, to_hex
 from .objectdb import ObjectDB
-from .objects import Chunked, CommitObject, Inline, ListNode, children, decode, encode_doc
+from .objects import (
+    DOC_PREFIX,
+    Chunked,
+    CommitObject,
+    Inline,
+    ListNode,
+    children,
+    decode,
+    encode_doc,
+    leaf_problems,
+)
 from .refs import BRANCH_PREFIX, HEAD, short_name
 from .snapshot import load_snapshot_object
 from .stores.base import Store
@@ -132,6 +142,11 @@ def mark_reachable(
                     raise
                 problems.append(str(exc))
                 continue
+            if problems is not None and type(obj) is ListNode and obj.values is not None:
+                problems.extend(
+                    f"object {to_hex(object_id)} is corrupt: a packed leaf whose {problem}"
+                    for problem in leaf_problems(obj)
+                )
             frontier.extend(children(obj))
         if on_batch is not None:
             on_batch(len(reachable))
@@ -336,7 +351,13 @@ def measure_repository(store: Store, db: ObjectDB) -> StatsReport:
                         f"a list node at level {node.level} sits where level {level} belongs",
                     )
                 if node.level == 0:
-                    list_sizes[object_id] = sum(item_size(i) for i in node.ids)
+                    if node.values is None:
+                        list_sizes[object_id] = sum(item_size(i) for i in node.ids)
+                    else:  # a packed leaf holds its messages, apart from large ones
+                        list_sizes[object_id] = sum(
+                            item_size(i) if v is None else len(v) + len(DOC_PREFIX)
+                            for i, v in zip(node.ids, node.values)
+                        )
                     continue
                 stack.append((object_id, node, level))
                 stack.extend((c, None, node.level - 1) for c in node.ids)

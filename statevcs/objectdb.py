@@ -16,9 +16,21 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from .compression import pack, unpack
 from .errors import CorruptObject, MissingObject
 from .hashing import ObjectId, to_hex
-from .objects import NOT_A_DOC, Blob, Chunked, Doc, StoredObject, decode, doc_value, kind_of
+from .objects import (
+    DOC_PREFIX,
+    NOT_A_DOC,
+    Blob,
+    Chunked,
+    Doc,
+    ListNode,
+    StoredObject,
+    decode,
+    doc_value,
+    kind_of,
+)
 from .stores.base import Store
 from .structures.chunking import CHUNKER_KEY, Chunker, chunker_for
 
@@ -27,6 +39,10 @@ _BYTES_CACHE = 64 * 1024 * 1024
 _LARGE = 1024 * 1024
 """Documents and blobs larger than this are not kept as bytes."""
 _KNOWN_LIMIT = 4_000_000
+FORMAT_KEY = "core.format"
+"""The config key naming a repository's storage format ("1": a leaf names messages by id;
+"2": a leaf holds the messages, objects compressed)."""
+CURRENT_FORMAT = 2
 
 
 class ObjectDB:
@@ -42,6 +58,21 @@ class ObjectDB:
         self.generation = store.generation()
         """The gc generation :attr:`known` is valid for."""
         self._chunker = chunker
+        self._homes: dict[ObjectId, ObjectId] = {}
+        """Message id -> the packed leaf holding it (messages of format 2 are not objects)."""
+        self._format: int | None = None
+
+    @property
+    def format(self) -> int:
+        """The storage format this repository writes (1 or 2; see :data:`FORMAT_KEY`)."""
+        if self._format is None:
+            found = self.store.config_get(FORMAT_KEY)
+            self._format = int(found) if found in ("1", "2") else CURRENT_FORMAT
+        return self._format
+
+    @format.setter
+    def format(self, value: int) -> None:
+        self._format = value
 
     @property
     def chunker(self) -> Chunker:
@@ -74,16 +105,36 @@ class ObjectDB:
                 result[object_id] = decode(object_id, self._bytes[object_id], check_hash=False)
             else:
                 wanted.append(object_id)
+        if wanted and self._homes:
+            homes = self._homes
+            for object_id in [i for i in wanted if i in homes]:
+                result[object_id] = self._packed_doc(object_id)
+            wanted = [i for i in wanted if i not in result]
         if wanted:
             found = self.store.get_many(wanted)
             for object_id in wanted:
                 data = found.get(object_id)
                 if data is None:
-                    raise MissingObject(to_hex(object_id))
+                    result[object_id] = self._packed_doc(object_id)
+                    continue
+                data = unpack(object_id, data)
                 obj = decode(object_id, data)
                 result[object_id] = obj
                 self._remember(object_id, obj, data)
         return result
+
+    def _packed_doc(self, object_id: ObjectId) -> Doc:
+        """The document of a message a known packed leaf holds (``MissingObject`` if none)."""
+        leaf_id = self._homes.get(object_id)
+        if leaf_id is not None:
+            leaf = self.load(leaf_id)
+            if type(leaf) is ListNode and leaf.values is not None and object_id in leaf.ids:
+                value = leaf.values[leaf.ids.index(object_id)]
+                if value is not None:
+                    doc = decode(object_id, DOC_PREFIX + value, check_hash=False)
+                    assert isinstance(doc, Doc)
+                    return doc
+        raise MissingObject(to_hex(object_id))
 
     def read_ahead(self, starts: Sequence[ObjectId], limit: int) -> dict[ObjectId, StoredObject]:
         """Return ``starts`` and up to ``limit`` objects the store offers below them (history).
@@ -99,6 +150,7 @@ class ObjectDB:
         for object_id, data in found.items():
             cached = self._nodes.get(object_id)
             if cached is None:
+                data = unpack(object_id, data)
                 cached = decode(object_id, data)
                 self._remember(object_id, cached, data)
             result[object_id] = cached
@@ -134,12 +186,15 @@ class ObjectDB:
         cache = self._bytes
         nodes = self._nodes
         wanted = [i for i in dict.fromkeys(ids) if i not in cache and i not in nodes]
+        if wanted and self._homes:
+            wanted = self._from_leaves(wanted)
         fetched = self.store.get_many(wanted) if wanted else {}
         known = self.known
         try:
             for object_id in ids:
                 data = fetched.pop(object_id, None)
                 if data is not None:
+                    data = unpack(object_id, data)
                     value = doc_value(object_id, data)
                     # _remember inlined: this runs once per message of a restored thread.
                     known.add(object_id)
@@ -157,6 +212,61 @@ class ObjectDB:
                 yield value
         finally:
             self._trim_bytes()
+
+    def _from_leaves(self, wanted: list[ObjectId]) -> list[ObjectId]:
+        """Put the bytes of wanted messages held by known packed leaves into the bytes cache.
+
+        Returns the ids still to be read from the store.
+        """
+        homes = self._homes
+        leaf_ids = {homes[i] for i in wanted if i in homes}
+        if not leaf_ids:
+            return wanted
+        for leaf in self.load_many(leaf_ids).values():
+            if isinstance(leaf, ListNode):
+                self._cache_leaf(leaf)
+        return [i for i in wanted if i not in self._bytes]
+
+    def _cache_leaf(self, leaf: ListNode) -> None:
+        """Keep the ``doc`` bytes of a packed leaf's messages, so they read like objects."""
+        if leaf.values is None:
+            return
+        cache = self._bytes
+        for item_id, value in zip(leaf.ids, leaf.values):
+            if value is not None and item_id not in cache:
+                cache[item_id] = DOC_PREFIX + value
+                self._bytes_size += len(value) + 5
+        self._trim_bytes()
+
+    def canonical_many(self, ids: Sequence[ObjectId]) -> dict[ObjectId, bytes]:
+        """Return the plain (uncompressed, hash-checked) bytes of objects and packed messages."""
+        result: dict[ObjectId, bytes] = {}
+        wanted: list[ObjectId] = []
+        for object_id in dict.fromkeys(ids):
+            data = self._bytes.get(object_id)
+            if data is None:
+                wanted.append(object_id)
+            else:
+                result[object_id] = data
+        if wanted and self._homes:
+            wanted = self._from_leaves(wanted)
+            for object_id in list(wanted):
+                data = self._bytes.get(object_id)
+                if data is not None:
+                    result[object_id] = data
+        if wanted:
+            found = self.store.get_many(wanted)
+            for object_id in wanted:
+                if object_id in result:
+                    continue
+                data = found.get(object_id)
+                if data is None:
+                    raise MissingObject(to_hex(object_id))
+                data = unpack(object_id, data)
+                obj = decode(object_id, data)
+                self._remember(object_id, obj, data)
+                result[object_id] = data
+        return result
 
     def _other_doc(self, object_id: ObjectId, data: bytes | None = None) -> Any:
         """The value of a document that is not a plain ``doc`` object (chunked), else raise."""
@@ -186,6 +296,8 @@ class ObjectDB:
 
     def _remember(self, object_id: ObjectId, obj: StoredObject, data: bytes) -> None:
         self.known.add(object_id)
+        if type(obj) is ListNode and obj.values is not None:
+            self._home(object_id, obj)
         if isinstance(obj, (Doc, Blob)):
             if len(data) > _LARGE:
                 return
@@ -202,8 +314,20 @@ class ObjectDB:
             _, old = self._bytes.popitem(last=False)
             self._bytes_size -= len(old)
 
+    def _home(self, leaf_id: ObjectId, leaf: ListNode) -> None:
+        homes = self._homes
+        if len(homes) > _KNOWN_LIMIT:
+            homes.clear()
+        values = leaf.values
+        if values is not None and None in values:  # large messages stay objects of their own
+            homes.update({i: leaf_id for i, v in zip(leaf.ids, values) if v is not None})
+        else:
+            homes.update(dict.fromkeys(leaf.ids, leaf_id))
+
     def remember(self, object_id: ObjectId, obj: StoredObject) -> None:
         """Cache a freshly built structural object (it need not be stored yet)."""
+        if type(obj) is ListNode and obj.values is not None:
+            self._home(object_id, obj)
         self._nodes[object_id] = obj
         if len(self._nodes) > _NODE_CACHE:
             self._nodes.popitem(last=False)
@@ -211,9 +335,23 @@ class ObjectDB:
     # --- writing --------------------------------------------------------------
 
     def unknown(self, objects: Mapping[ObjectId, bytes]) -> dict[ObjectId, bytes]:
-        """Return the subset of ``objects`` not known to be stored already."""
+        """Return the subset of ``objects`` not known to be stored, as they are to be stored.
+
+        ``objects`` holds plain encodings; what is returned is compressed where it pays
+        (format 2). Documents among them stay in the bytes cache, so the leaf that packs them
+        when it closes needs no read.
+        """
         known = self.known
-        return {k: v for k, v in objects.items() if k not in known}
+        fresh = {k: v for k, v in objects.items() if k not in known}
+        cache = self._bytes
+        for object_id, data in fresh.items():
+            if data[:5] == DOC_PREFIX and len(data) <= _LARGE and object_id not in cache:
+                cache[object_id] = data
+                self._bytes_size += len(data)
+        self._trim_bytes()
+        if self.format < 2:
+            return fresh
+        return {k: pack(v) for k, v in fresh.items()}
 
     def mark_stored(self, ids: Iterable[ObjectId]) -> None:
         """Record that ``ids`` are now in the store."""
@@ -232,3 +370,4 @@ class ObjectDB:
         self._bytes_size = 0
         self.known.clear()
         self.large_values.clear()
+        self._homes.clear()

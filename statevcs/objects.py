@@ -16,6 +16,7 @@ from typing import Any
 import msgpack
 
 from . import documents
+from .compression import unpack
 from .errors import CorruptObject, SerializationError
 from .hashing import ID_SIZE, ObjectId, hash_bytes, to_hex
 
@@ -23,11 +24,19 @@ KIND_BLOB = "blob"
 KIND_DOC = "doc"
 KIND_CHUNKED = "chunked"
 KIND_LIST = "list"
+KIND_LEAF = "leaf"
 KIND_MAP = "map"
 KIND_SNAPSHOT = "snapshot"
 KIND_COMMIT = "commit"
 
 SNAPSHOT_FORMAT = 1
+"""The snapshot version format-1 repositories write (message leaves hold ids only)."""
+PACKED_SNAPSHOT_FORMAT = 2
+"""The snapshot version format-2 repositories write (message leaves hold the messages)."""
+SNAPSHOT_FORMATS = (SNAPSHOT_FORMAT, PACKED_SNAPSHOT_FORMAT)
+
+DOC_PREFIX = b"\x92\xa3doc"
+"""How every ``doc`` object's encoding starts; the rest is the document's own msgpack."""
 
 MAX_DEPTH = 512
 """How deeply :func:`canonical` nests dicts and lists (msgpack reads about 1,000 levels back)."""
@@ -57,11 +66,17 @@ class Chunked:
 
 @dataclass(frozen=True, slots=True)
 class ListNode:
-    """A node of a prolly list: leaf entries are item ids, inner entries are child node ids."""
+    """A node of a prolly list: leaf entries are item ids, inner entries are child node ids.
+
+    A packed leaf (format 2, kind ``leaf``) also holds its items' values: ``values[i]`` is the
+    msgpack of the document ``ids[i]`` names (its ``doc`` encoding minus :data:`DOC_PREFIX`),
+    or ``None`` when that item is stored out of line (a large, chunked document).
+    """
 
     level: int
     ids: tuple[ObjectId, ...]
     counts: tuple[int, ...] = ()
+    values: tuple[bytes | None, ...] | None = None
 
     @property
     def total(self) -> int:
@@ -198,6 +213,10 @@ def encode(obj: StoredObject) -> bytes:
 
 def _encode(obj: StoredObject) -> bytes:
     if isinstance(obj, ListNode):
+        if obj.values is not None:
+            if obj.level != 0 or len(obj.values) != len(obj.ids):
+                raise ValueError("a packed leaf is at level 0 with one value per id")
+            return _packb([KIND_LEAF, list(obj.ids), list(obj.values)])
         return _packb([KIND_LIST, obj.level, list(obj.ids), list(obj.counts)])
     if isinstance(obj, Doc):
         return encode_doc(obj.value)
@@ -253,6 +272,7 @@ def decode(object_id: ObjectId, data: bytes, *, check_hash: bool = True) -> Stor
     Any bytes give an object or ``CorruptObject``: unpackb bounds every length field by
     ``len(data)`` (msgpack >= 1.0) and nesting by its fixed C stack, without recursion.
     """
+    data = unpack(object_id, data)
     if check_hash:
         verify(object_id, data)
     try:
@@ -277,6 +297,7 @@ def doc_value(object_id: ObjectId, data: bytes, *, check_hash: bool = True) -> A
     The fast path of :func:`decode` for the commonest object: the same checks (hash, valid
     msgpack, a ``[kind, value]`` array), no ``Doc`` built around the value.
     """
+    data = unpack(object_id, data)
     if check_hash and hash_bytes(data) != object_id:
         raise CorruptObject(to_hex(object_id), "its bytes do not hash to its id")
     try:
@@ -362,6 +383,15 @@ def _from_raw(raw: Any) -> StoredObject:
         if (level == 0 and counts) or (level > 0 and len(counts) != len(ids)):
             raise ValueError("list counts do not match its entries")
         return ListNode(level, ids, tuple(counts))
+    if kind == KIND_LEAF:
+        _expect(raw, 3, kind)
+        ids, values = _ids(raw[1], "leaf entries"), raw[2]
+        if type(values) is not list or len(values) != len(ids):
+            raise ValueError("a leaf holds one value per entry")
+        for value in values:
+            if value is not None and type(value) is not bytes:
+                raise ValueError("a leaf value must be bytes or nil")
+        return ListNode(0, ids, (), tuple(values))
     if kind == KIND_BLOB:
         _expect(raw, 2, kind)
         if not isinstance(raw[1], bytes):
@@ -378,7 +408,7 @@ def _from_raw(raw: Any) -> StoredObject:
     if kind == KIND_SNAPSHOT:
         _expect(raw, 8, kind)
         version, skind, codec = raw[1], raw[2], raw[7]
-        if version != SNAPSHOT_FORMAT:
+        if version not in SNAPSHOT_FORMATS:
             raise ValueError(f"unsupported snapshot format {version!r}; upgrade statevcs")
         if not isinstance(skind, str) or not isinstance(codec, str):
             raise ValueError("snapshot kind and codec must be strings")
@@ -409,6 +439,8 @@ def _from_raw(raw: Any) -> StoredObject:
 def children(obj: StoredObject) -> Sequence[ObjectId]:
     """Return the ids ``obj`` refers to (what gc marks and fsck checks)."""
     if isinstance(obj, ListNode):
+        if obj.values is not None:
+            return [i for i, v in zip(obj.ids, obj.values) if v is None]
         return obj.ids
     if isinstance(obj, MapNode):
         return [v for v in obj.values if isinstance(v, bytes)]
@@ -438,5 +470,18 @@ _KIND_NAMES: dict[type, str] = {
 
 
 def kind_of(obj: StoredObject) -> str:
-    """Return the kind name of ``obj`` (``"commit"``, ``"list"``, ...)."""
+    """Return the kind name of ``obj`` (``"commit"``, ``"list"``, ``"leaf"``, ...)."""
+    if type(obj) is ListNode and obj.values is not None:
+        return KIND_LEAF
     return _KIND_NAMES[type(obj)]
+
+
+def leaf_problems(leaf: ListNode) -> list[str]:
+    """Return what is wrong inside a packed leaf: values that do not hash to their ids (fsck)."""
+    problems: list[str] = []
+    if leaf.values is None:
+        return problems
+    for index, (item_id, value) in enumerate(zip(leaf.ids, leaf.values)):
+        if value is not None and hash_bytes(DOC_PREFIX + value) != item_id:
+            problems.append(f"entry {index} ({to_hex(item_id)}) does not hash to its id")
+    return problems

@@ -90,7 +90,9 @@ from .structures.chunking import CHUNKER_KEY, DEFAULT_CHUNKER, chunker_for
 
 DEFAULT_AUTHOR = "statevcs <statevcs@localhost>"
 MEMORY_URL = "memory://"
-REPOSITORY_FORMAT = "1"
+REPOSITORY_FORMAT = "2"
+"""The storage format new repositories get (see :data:`statevcs.objectdb.FORMAT_KEY`)."""
+READABLE_FORMATS = ("1", "2")
 DURABILITY_KEY = "core.durability"
 REPOSITORY_ID_KEY = "core.id"
 
@@ -244,6 +246,7 @@ class Repo:
         default_branch: str = DEFAULT_BRANCH,
         durability: Durability = "normal",
         adapters: AdapterRegistry | None = None,
+        storage_format: int = int(REPOSITORY_FORMAT),
     ) -> Repo:
         """Create a repository: a folder holding one SQLite file, ``memory://`` or ``s3://...``.
 
@@ -254,9 +257,14 @@ class Repo:
         commit); the default survives application crashes (see docs/concepts.md). The choice
         is stored in the repository's config (``core.durability``) and used by every handle
         that opens it without naming one.
+
+        ``storage_format=1`` writes the format statevcs 0.1 reads (one object per message, no
+        compression), for a repository older versions must still open; ``statevcs upgrade``
+        moves it to format 2 later (see docs/storage.md).
         """
         ref = branch_ref(_check_str(default_branch, "default_branch"))
         _check_durability(durability)
+        format_text = _check_storage_format(storage_format)
         _check_serializer(serializer)  # before anything is created
         text = _location(path)
         backend = backend_for(text)
@@ -265,7 +273,7 @@ class Repo:
                 # A repository's own identity: a new repository where a deleted one was is
                 # another repository (objects synced with the old one must not splice onto it).
                 REPOSITORY_ID_KEY: uuid.uuid4().hex,
-                "core.format": REPOSITORY_FORMAT,
+                "core.format": format_text,
                 DURABILITY_KEY: durability,
                 # Fixed for the repository's life: its large values' ids depend on it.
                 CHUNKER_KEY: DEFAULT_CHUNKER.name,
@@ -292,7 +300,7 @@ class Repo:
             sqlite.config_set(CHUNKER_KEY, DEFAULT_CHUNKER.name)
             repo = cls(sqlite, serializer=serializer, author=author, path=folder, adapters=adapters)
             repo.store.set_symbolic(HEAD, ref)
-            repo.store.config_set("core.format", REPOSITORY_FORMAT)
+            repo.store.config_set("core.format", format_text)
             repo.store.config_set(DURABILITY_KEY, durability)
         repo._head_ref = ref
         return repo
@@ -1229,6 +1237,14 @@ def _location(path: object) -> str:
     return text
 
 
+def _check_storage_format(value: object) -> str:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"storage_format must be an int (1 or 2), got {type(value).__name__}")
+    if str(value) not in READABLE_FORMATS:
+        raise ValueError(f"storage_format must be 1 or 2, got {value}")
+    return str(value)
+
+
 def _check_format(found: str | None, where: str) -> None:
     if found is None:
         # Repo.init writes the format after the tables, in a later transaction.
@@ -1237,10 +1253,10 @@ def _check_format(found: str | None, where: str) -> None:
             "no format yet): if another process is creating it, try again in a moment; else "
             "its creation was interrupted: remove it and run `statevcs init` again"
         )
-    if found != REPOSITORY_FORMAT:
+    if found not in READABLE_FORMATS:
         raise RepositoryError(
             f"{where} holds a statevcs repository in format {found!r}, but this version "
-            f"reads format {REPOSITORY_FORMAT!r}; use a matching statevcs version"
+            f"reads formats {', '.join(READABLE_FORMATS)}; use a newer statevcs version"
         )
 
 

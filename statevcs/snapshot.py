@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgpack
 from blake3 import blake3
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,7 +14,18 @@ from .documents import MAX_DOCUMENT_DEPTH, check_depth, may_be_too_deep, refusal
 from .errors import CorruptObject, SerializationError
 from .hashing import ObjectId, hash_bytes, to_hex
 from .objectdb import ObjectDB
-from .objects import Blob, Doc, Inline, MapValue, SnapshotObject, encode_doc, encode_with_id
+from .objects import (
+    DOC_PREFIX,
+    PACKED_SNAPSHOT_FORMAT,
+    SNAPSHOT_FORMAT,
+    Blob,
+    Doc,
+    Inline,
+    MapValue,
+    SnapshotObject,
+    encode_doc,
+    encode_with_id,
+)
 from .objects import decode as decode_object
 from .serializers import StateSerializer, serializer_for
 from .structures import chunking, prolly
@@ -77,6 +89,46 @@ class WrittenSnapshot:
     objects: dict[ObjectId, bytes]
 
 
+def doc_values(
+    db: ObjectDB, out: Mapping[ObjectId, bytes], ids: Sequence[ObjectId]
+) -> list[bytes | None]:
+    """Return what a packed leaf holds for each message id: its msgpack, or ``None`` when the
+    message is stored out of line (a large, chunked document)."""
+    missing = [i for i in ids if i not in out]
+    found = db.canonical_many(missing) if missing else {}
+    values: list[bytes | None] = []
+    for item_id in ids:
+        data = out.get(item_id)
+        if data is None:
+            data = found[item_id]
+        values.append(data[5:] if data[:5] == DOC_PREFIX else None)
+    return values
+
+
+class _Packer:
+    """Gives the prolly tree the values of the messages it packs into leaves (format 2)."""
+
+    def __init__(self, db: ObjectDB, out: Mapping[ObjectId, bytes]) -> None:
+        self.db = db
+        self.out = out
+
+    def __call__(self, ids: Sequence[ObjectId]) -> list[bytes | None]:
+        return doc_values(self.db, self.out, ids)
+
+
+def _splice(
+    db: ObjectDB,
+    out: dict[ObjectId, bytes],
+    root: ObjectId,
+    keep: int,
+    new_ids: Sequence[ObjectId],
+) -> ObjectId:
+    if db.format < 2:
+        return prolly.splice(db, root, keep, new_ids, out)
+    packer = _Packer(db, out)
+    return prolly.splice(db, root, keep, new_ids, out, packer(new_ids), packer)
+
+
 def _extend_tree(
     db: ObjectDB,
     out: dict[ObjectId, bytes],
@@ -87,7 +139,7 @@ def _extend_tree(
     """Move the closed leaves of ``pending`` (everything after the tree) into the tree."""
     closed = prolly.closed_length(pending)
     if closed:
-        root = prolly.splice(db, root, tree_length, pending[:closed], out)
+        root = _splice(db, out, root, tree_length, pending[:closed])
     return StoredMessages(root, tree_length + closed, tuple(pending[closed:]))
 
 
@@ -106,9 +158,9 @@ def _arrange(
         return StoredMessages(extended.root, extended.tree_length, extended.tail, ids)
     closed = prolly.closed_length(ids)
     if keep <= closed:
-        root = prolly.splice(db, previous.root, keep, ids[keep:closed], out)
+        root = _splice(db, out, previous.root, keep, ids[keep:closed])
     else:
-        root = prolly.splice(db, previous.root, closed, (), out)
+        root = _splice(db, out, previous.root, closed, ())
     return StoredMessages(root, closed, tuple(ids[closed:]), ids)
 
 
@@ -125,7 +177,8 @@ def store_messages(
     """
     if previous is None:
         closed = prolly.closed_length(ids)
-        root = prolly.build(ids[:closed], out, db)
+        values = doc_values(db, out, ids[:closed]) if db.format >= 2 else None
+        root = prolly.build(ids[:closed], out, db, values)
         return StoredMessages(root, closed, tuple(ids[closed:]), ids)
     return _arrange(db, out, previous, prolly.prefix_length(previous.ids(db), ids), ids)
 
@@ -144,6 +197,22 @@ def append_messages(
         pending = [*previous.tail[: keep - tree_length], *new_ids]
         return _extend_tree(db, out, previous.root, tree_length, pending)
     return _arrange(db, out, previous, keep, [*previous.ids(db)[:keep], *new_ids])
+
+
+def _drop_packed_docs(
+    out: dict[ObjectId, bytes], new_ids: Sequence[ObjectId], tail: Sequence[ObjectId]
+) -> None:
+    """Keep a new message as a ``doc`` object only while it is in the open tail (format 2).
+
+    A message that went straight into a closed leaf is stored there, inline; large ones stay
+    out of line (their ``chunked`` objects are not ``doc`` encodings and are kept).
+    """
+    in_tail = set(tail)
+    for item_id in new_ids:
+        if item_id not in in_tail:
+            data = out.get(item_id)
+            if data is not None and data[:5] == DOC_PREFIX:
+                del out[item_id]
 
 
 def _doc_id(value: Any, path: str, db: ObjectDB, out: dict[ObjectId, bytes]) -> ObjectId:
@@ -303,7 +372,10 @@ def write_snapshot(
         new_ids = encode_messages(messages, base.keep, db, out)
         stored = append_messages(db, new_ids, out, base.previous, base.keep)
     else:
-        stored = store_messages(db, encode_messages(messages, 0, db, out), out, previous)
+        new_ids = encode_messages(messages, 0, db, out)
+        stored = store_messages(db, new_ids, out, previous)
+    if db.format >= 2:
+        _drop_packed_docs(out, new_ids, stored.tail)
     state_values: dict[str, MapValue] = {}
     for key, value in snapshot.state.items():
         if key in exclude_state:
@@ -341,6 +413,7 @@ def write_snapshot(
         state=build_map(state_values, out),
         extras=build_map(extras_values, out),
         state_codec=serializer.name,
+        version=PACKED_SNAPSHOT_FORMAT if db.format >= 2 else SNAPSHOT_FORMAT,
     )
     snapshot_id, encoded = encode_with_id(snapshot_object)
     out[snapshot_id] = encoded
@@ -394,18 +467,9 @@ def read_values(
 def read_snapshot(db: ObjectDB, snapshot_id: ObjectId, serializer: StateSerializer) -> ReadSnapshot:
     """Read a snapshot back into fresh Python objects."""
     obj = load_snapshot_object(db, snapshot_id)
-    stored = stored_messages(db, obj)
-    message_ids = stored.ids(db)
-    docs = db.load_values(message_ids)
-    messages: list[dict[str, Any]] = []
-    seen: set[ObjectId] = set()
-    for object_id in message_ids:
-        doc = docs[object_id]
-        if not isinstance(doc, Doc):
-            raise CorruptObject(to_hex(object_id), "a message must be a document")
-        # A repeated message must not share one mutable dict between two positions.
-        messages.append(fresh_copy(doc.value) if object_id in seen else doc.value)
-        seen.add(object_id)
+    messages, tree_ids = read_messages(db, obj.messages)
+    messages.extend(db.iter_docs(obj.tail))
+    stored = StoredMessages(obj.messages, len(tree_ids), obj.tail, [*tree_ids, *obj.tail])
     codec = serializer_for(obj.state_codec, serializer)
     state = read_values(db, read_map(db, obj.state), codec)
     extras = read_values(db, read_map(db, obj.extras), None)
@@ -413,6 +477,42 @@ def read_snapshot(db: ObjectDB, snapshot_id: ObjectId, serializer: StateSerializ
         kind=obj.kind, messages=messages, state=state, extras=extras
     )
     return ReadSnapshot(snapshot, snapshot_id, stored, obj.state_codec)
+
+
+_unpackb = msgpack.unpackb
+_UNSET: Any = object()
+
+
+def read_messages(db: ObjectDB, root: ObjectId) -> tuple[list[Any], list[ObjectId]]:
+    """Return the messages of a message tree (fresh, unshared values) and their ids.
+
+    A packed leaf (format 2) is hash-checked once and its messages decoded straight from it;
+    messages held elsewhere (format 1 leaves, large documents) are read in one batch.
+    """
+    messages: list[Any] = []
+    ids: list[ObjectId] = []
+    elsewhere: list[int] = []
+    for leaf in prolly.leaves(db, root):
+        ids.extend(leaf.ids)
+        if leaf.values is None:
+            elsewhere.extend(range(len(messages), len(messages) + len(leaf.ids)))
+            messages.extend([_UNSET] * len(leaf.ids))
+            continue
+        for value in leaf.values:
+            if value is None:
+                elsewhere.append(len(messages))
+                messages.append(_UNSET)
+                continue
+            try:
+                messages.append(_unpackb(value, raw=False, strict_map_key=False, use_list=True))
+            except Exception as exc:  # msgpack raises several unrelated exception types
+                raise CorruptObject(
+                    to_hex(root), f"a packed leaf holds a message that is not valid msgpack ({exc})"
+                ) from None
+    if elsewhere:
+        for index, value in zip(elsewhere, db.iter_docs([ids[i] for i in elsewhere])):
+            messages[index] = value
+    return messages, ids
 
 
 def stored_messages(db: ObjectDB, obj: SnapshotObject) -> StoredMessages:

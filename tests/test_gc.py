@@ -52,11 +52,13 @@ def test_fsck_reports_corruption_without_raising(tmp_path: Path) -> None:
     state: dict[str, Any] = {"messages": [message(i) for i in range(3)], "n": 1}
     repo.commit(state)
     stored = repo.store.get_many(i for i, _ in repo.store.iter_objects())
+    # A message of the open tail (a doc) and a closed leaf holding the others (format 2).
     docs = sorted(i for i, data in stored.items() if kind_of(decode(i, data)) == "doc")
+    leaves = sorted(i for i, data in stored.items() if kind_of(decode(i, data)) == "leaf")
     repo.close()
     db = sqlite3.connect(tmp_path / "repo" / DB_FILENAME)
     db.execute("UPDATE objects SET data = X'00' WHERE id = ?", (docs[0],))
-    db.execute("DELETE FROM objects WHERE id = ?", (docs[1],))
+    db.execute("DELETE FROM objects WHERE id = ?", (leaves[0],))
     db.commit()
     db.close()
     report = Repo.open(tmp_path / "repo").fsck()

@@ -94,7 +94,7 @@ def info_at(git_repo: GitRepo, sha: bytes) -> dict[str, Any]:
 
 
 def test_the_format_1_fixture_is_what_its_history_exports_to(tmp_path: Path) -> None:
-    with statevcs.Repo.init("memory://") as repo:
+    with statevcs.Repo.init("memory://", storage_format=1) as repo:
         format_1_history(repo)
         assert repo.refs.as_hex() == FORMAT_1_REFS
     with GitRepo(str(unpack_format_1(tmp_path))) as git_repo:
@@ -109,7 +109,7 @@ def test_the_format_1_fixture_is_what_its_history_exports_to(tmp_path: Path) -> 
 
 def test_a_format_1_mirror_imports_with_identical_ids(tmp_path: Path) -> None:
     mirror = unpack_format_1(tmp_path)
-    with statevcs.Repo.init("memory://") as original:
+    with statevcs.Repo.init("memory://", storage_format=1) as original:
         format_1_history(original)
         with statevcs.Repo.init("memory://") as copy:
             report = import_git(copy, mirror)
@@ -126,7 +126,7 @@ def test_exporting_onto_a_format_1_mirror_writes_format_2_and_imports_both(
     tmp_path: Path,
 ) -> None:
     mirror = unpack_format_1(tmp_path)
-    with statevcs.Repo.init(tmp_path / "repo") as repo:
+    with statevcs.Repo.init(tmp_path / "repo", storage_format=1) as repo:
         format_1_history(repo)
         agent: dict[str, Any] = {}
         repo.checkout(agent, "main")

@@ -63,7 +63,8 @@ from ..errors import (
     StateVCSError,
     StoreError,
 )
-from ..hashing import ID_SIZE, ObjectId, hash_bytes
+from ..compression import content_id
+from ..hashing import ID_SIZE, ObjectId
 from . import forksafety
 from .base import (
     ANY,
@@ -697,6 +698,14 @@ def _recent_writes(data: Mapping[str, Any]) -> list[list[Any]]:
         and isinstance(w[1], str)
         and len(w[1]) <= 64
     ]
+
+
+def _matches(object_id: ObjectId, data: bytes) -> bool:
+    """Whether stored bytes (plain or compressed) are the object ``object_id`` names."""
+    try:
+        return content_id(data) == object_id
+    except StateVCSError:
+        return False
 
 
 def _damaged(where: str, problem: str) -> StoreError:
@@ -1347,7 +1356,7 @@ class S3Store(Store):
                 {
                     b"o" + k: v
                     for k, v in fetched.items()
-                    if k not in unproven and hash_bytes(v) == k
+                    if k not in unproven and _matches(k, v)
                 },
                 seen=tag,
             )
@@ -1377,7 +1386,7 @@ class S3Store(Store):
         def create(item: tuple[ObjectId, bytes]) -> bool:
             object_id, data = item[0], bytes(item[1])
             return self._client.create(
-                self._object_key(object_id), data, ours=lambda: hash_bytes(data) == object_id
+                self._object_key(object_id), data, ours=lambda: _matches(object_id, data)
             )
 
         tag, _ = self._seen_generations()
@@ -1390,7 +1399,7 @@ class S3Store(Store):
                 {
                     b"o" + k: bytes(v)
                     for (k, v), new in zip(items, created)
-                    if new and hash_bytes(bytes(v)) == k
+                    if new and _matches(k, bytes(v))
                 },
                 seen=tag,
             )

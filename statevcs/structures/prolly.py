@@ -17,7 +17,7 @@ unbounded recursion or a loop (levels strictly decrease on every path).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import CorruptObject
@@ -30,19 +30,44 @@ _MASK = (1 << BOUNDARY_BITS) - 1
 MAX_ENTRIES = 64
 
 
-def _chunk(level: int, ids: Sequence[ObjectId], counts: Sequence[int]) -> list[ListNode]:
-    """Cut one level's entries into nodes by the content-defined boundary rule."""
+Values = Sequence[bytes | None]
+"""The values of leaf entries (a packed leaf's ``values``): a document's msgpack, or ``None``."""
+
+ValueLookup = Callable[[Sequence[ObjectId]], Values]
+"""Finds the values of items held by an unpacked (format 1) leaf, to pack them (format 2)."""
+
+
+def _chunk(
+    level: int, ids: Sequence[ObjectId], counts: Sequence[int], values: Values | None = None
+) -> list[ListNode]:
+    """Cut one level's entries into nodes by the content-defined boundary rule.
+
+    With ``values`` (level 0 only) the nodes are packed leaves holding them.
+    """
     nodes: list[ListNode] = []
     start = 0
     limit = MAX_ENTRIES - 1
     for i, entry in enumerate(ids):
         if not entry[-1] & _MASK or i - start >= limit:
             end = i + 1
-            nodes.append(ListNode(level, tuple(ids[start:end]), tuple(counts[start:end])))
+            nodes.append(_node(level, ids, counts, values, start, end))
             start = end
     if start < len(ids):
-        nodes.append(ListNode(level, tuple(ids[start:]), tuple(counts[start:])))
+        nodes.append(_node(level, ids, counts, values, start, len(ids)))
     return nodes
+
+
+def _node(
+    level: int,
+    ids: Sequence[ObjectId],
+    counts: Sequence[int],
+    values: Values | None,
+    start: int,
+    end: int,
+) -> ListNode:
+    if values is None:
+        return ListNode(level, tuple(ids[start:end]), tuple(counts[start:end]))
+    return ListNode(0, tuple(ids[start:end]), (), tuple(values[start:end]))
 
 
 class _Builder:
@@ -66,18 +91,18 @@ class _Builder:
         assert self.reader is not None
         return load_node(self.reader, object_id)
 
-    def finish(self, produced: list[ListNode]) -> ObjectId:
+    def finish(self, produced: list[ListNode], packed: bool = False) -> ObjectId:
         """Stack levels until one node remains, collapse single-entry roots, return the root."""
-        root_id = self._root(produced)
+        root_id = self._root(produced, packed)
         if self.reader is not None:
             for object_id, node in self.fresh.items():
                 self.reader.remember(object_id, node)
         return root_id
 
-    def _root(self, produced: list[ListNode]) -> ObjectId:
+    def _root(self, produced: list[ListNode], packed: bool = False) -> ObjectId:
         while True:
             if not produced:
-                return self.store(ListNode(0, ()))[0]
+                return self.store(ListNode(0, (), (), () if packed else None))[0]
             if len(produced) == 1:
                 node = produced[0]
                 root_id: ObjectId | None = None
@@ -156,15 +181,21 @@ def _locate(node: ListNode, pos: int) -> tuple[int, int]:
 
 
 def build(
-    ids: Sequence[ObjectId], out: dict[ObjectId, bytes], reader: ObjectReader | None = None
+    ids: Sequence[ObjectId],
+    out: dict[ObjectId, bytes],
+    reader: ObjectReader | None = None,
+    values: Values | None = None,
 ) -> ObjectId:
-    """Build the prolly list of ``ids`` from scratch; return its root id."""
-    return _Builder(reader, out).finish(_chunk(0, ids, ()))
+    """Build the prolly list of ``ids`` from scratch; return its root id.
+
+    With ``values`` (one per id) the leaves are packed: they hold the values themselves.
+    """
+    return _Builder(reader, out).finish(_chunk(0, ids, (), values), values is not None)
 
 
-def empty(out: dict[ObjectId, bytes]) -> ObjectId:
+def empty(out: dict[ObjectId, bytes], packed: bool = False) -> ObjectId:
     """Return the root id of the empty list (and encode it into ``out``)."""
-    return build((), out)
+    return build((), out, values=() if packed else None)
 
 
 def splice(
@@ -173,11 +204,15 @@ def splice(
     keep: int,
     new_ids: Sequence[ObjectId],
     out: dict[ObjectId, bytes],
+    new_values: Values | None = None,
+    lookup: ValueLookup | None = None,
 ) -> ObjectId:
     """Return the root of ``list(root)[:keep] + new_ids``, rewriting only the path at ``keep``.
 
     Cost: O(len(new_ids) + log n) node encodes. The result is identical to :func:`build` of the
     same items, because every node left of the path starts and ends where a fresh build would.
+    With ``new_values`` the rewritten leaves are packed; ``lookup`` gives the values of kept
+    items whose leaf is not packed yet.
     """
     builder = _Builder(reader, out)
     node = load_node(reader, root)
@@ -189,7 +224,16 @@ def splice(
         idx, pos = _locate(node, pos)
         path.append((node, idx))
         node = _load_child(reader, node, idx)
-    produced = _chunk(0, [*node.ids[:pos], *new_ids], ())
+    values: list[bytes | None] | None = None
+    if new_values is not None:
+        if node.values is not None:
+            kept = node.values[:pos]
+        elif lookup is not None:
+            kept = lookup(node.ids[:pos])
+        else:
+            raise ValueError("packing an unpacked leaf needs a value lookup")
+        values = [*kept, *new_values]
+    produced = _chunk(0, [*node.ids[:pos], *new_ids], (), values)
     for parent, idx in reversed(path):
         refs = [builder.store(n) for n in produced]
         produced = _chunk(
@@ -197,7 +241,7 @@ def splice(
             [*parent.ids[:idx], *(r[0] for r in refs)],
             [*parent.counts[:idx], *(r[1] for r in refs)],
         )
-    return builder.finish(produced)
+    return builder.finish(produced, new_values is not None)
 
 
 def length(reader: ObjectReader, root: ObjectId) -> int:
@@ -249,12 +293,20 @@ def items(reader: ObjectReader, root: ObjectId) -> list[ObjectId]:
 
 
 def _items_below(reader: ObjectReader, root: ObjectId, node: ListNode) -> list[ObjectId]:
+    return [i for n in _leaves_below(reader, root, node) for i in n.ids]
+
+
+def leaves(reader: ObjectReader, root: ObjectId) -> list[ListNode]:
+    """Return every leaf in order (packed leaves carry their items' values), one batch a level."""
+    return _leaves_below(reader, root, load_node(reader, root))
+
+
+def _leaves_below(reader: ObjectReader, root: ObjectId, node: ListNode) -> list[ListNode]:
     nodes = [node]
     while nodes[0].level > 0:
         nodes = _load_children(reader, nodes)
-    result = [i for n in nodes for i in n.ids]
-    _check_total(root, node.total, len(result))
-    return result
+    _check_total(root, node.total, sum(len(n.ids) for n in nodes))
+    return nodes
 
 
 def _check_total(root: ObjectId, counted: int, found: int) -> None:

@@ -474,8 +474,10 @@ def test_a_gc_that_dies_between_delete_batches_leaves_every_branch_whole(
     folder = tmp_path / "repo"
     repo = Repo.init(folder)
     repo.commit({"messages": [], "x": 0}, message="C0")
+    # Enough garbage for several delete batches: about 1,800 objects once packed (format 2
+    # keeps several messages in one leaf object).
     for i in range(3):
-        repo.commit(Snapshot(messages=_conversation(600, f"b{i}-")), branch=f"b{i}")
+        repo.commit(Snapshot(messages=_conversation(4_800, f"b{i}-")), branch=f"b{i}")
     keep = Snapshot(messages=_conversation(300, "keep"))
     repo.commit(keep, branch="keep")
     for i in range(3):

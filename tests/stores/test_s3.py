@@ -263,7 +263,9 @@ def test_objects_cross_the_network_once_per_machine(s3_url: str) -> None:
         original = client.get
         client.get = counted
         assert uncached.show(commit.id).messages == messages
-        assert len([k for k in gets if "/objects/" in k]) > 50
+        # From the bucket: the commit, its snapshot, the tree's packed leaves (several
+        # messages each, format 2) and the open tail's messages; far fewer than 50 GETs.
+        assert 0 < len([k for k in gets if "/objects/" in k]) < 25
 
 
 def test_gc_deletes_only_unreachable_objects_and_a_dead_collectors_lease_expires(

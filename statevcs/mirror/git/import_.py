@@ -28,7 +28,7 @@ from ...plumbing import ObjectDatabase
 from ...refs import BRANCH_PREFIX, branch_ref, check_ref_name
 from ...repo import Repo
 from ...serializers import JSONSerializer, serializer_for
-from ...snapshot import MessageBase, Snapshot, StoredMessages
+from ...snapshot import MessageBase, Snapshot, StoredMessages, WrittenSnapshot
 from ...structures.chunking import Chunker, chunker_for
 from ...structures.prolly import prefix_length
 from .jsonmap import from_json, parse_json
@@ -298,18 +298,27 @@ class _Importer:
         self.states: dict[tuple[bytes, str], dict[str, bytes]] = {}
         self.extras: dict[bytes, dict[str, Any]] = {}
         self.ignored: set[bytes] = set()
-        self.encoders: dict[str, ObjectDatabase] = {}
+        self.encoders: dict[tuple[str, int], ObjectDatabase] = {}
+        self.storage_format: int | None = None
+        """The storage format the last recorded snapshot was rebuilt in."""
 
-    def encoder(self, chunker: Chunker) -> ObjectDatabase:
-        """The object database that encodes snapshots cut with ``chunker``."""
-        # An exported commit comes back with its own ids only if its large values are cut as
-        # they were in the repository it came from, whichever chunker this one writes with.
-        if chunker is self.repo.objects.chunker:
-            return self.repo.objects
-        found = self.encoders.get(chunker.name)
+    def encoder(self, chunker: Chunker, storage_format: int | None = None) -> ObjectDatabase:
+        """The object database that encodes snapshots cut with ``chunker`` in a storage format.
+
+        An exported commit comes back with its own ids only if its large values are cut as
+        they were in the repository it came from, and its message tree is in the storage
+        format it was (a mirror of a format-1 repository names format-1 snapshots).
+        """
+        own = self.repo.objects
+        wanted = own.format if storage_format is None else storage_format
+        if chunker is own.chunker and wanted == own.format:
+            return own
+        key = (chunker.name, wanted)
+        found = self.encoders.get(key)
         if found is None:
-            found = ObjectDatabase(self.repo.store, self.repo.objects.serializer, chunker=chunker)
-            self.encoders[chunker.name] = found
+            found = ObjectDatabase(self.repo.store, own.serializer, chunker=chunker)
+            found.format = wanted
+            self.encoders[key] = found
         return found
 
     def _json(self, sha: bytes, name: str) -> Any:
@@ -750,6 +759,36 @@ def _write_commits(
     return to_svc
 
 
+def _rebuild(
+    importer: _Importer, info: _Info, snapshot: Snapshot, base: MessageBase | None
+) -> WrittenSnapshot:
+    """Rebuild an exported snapshot with its recorded id, in the storage format it had.
+
+    The format the previous commit matched is tried first; the other one is built from
+    scratch (its parent's tree is in another format), so a mirror of a format-1 repository
+    imports with identical ids into any repository.
+    """
+    first = importer.storage_format or importer.repo.objects.format
+    snapshot_id = ""
+    for storage_format in (first, *(f for f in (2, 1) if f != first)):
+        encoder = importer.encoder(info.chunker, storage_format)
+        written = encoder.encode_snapshot(
+            snapshot,
+            state_codec=info.codec,
+            base=base if storage_format == first else None,
+            raw_state=True,
+        )
+        snapshot_id = to_hex(written.snapshot_id)
+        if snapshot_id == info.snapshot:
+            importer.storage_format = storage_format
+            return written
+    raise GitMirrorError(
+        f"its files rebuild snapshot {snapshot_id[:12]}, not the recorded "
+        f"{info.snapshot[:12]}: they were changed without a new commit, or were written by "
+        "an incompatible statevcs; make a new git commit for the change instead"
+    )
+
+
 def _write_one(
     repo: Repo,
     importer: _Importer,
@@ -768,18 +807,16 @@ def _write_one(
     # The mirror holds already-serialized state bytes (maybe pickled with a key this process
     # lacks), so they are written verbatim; messages shared with the parent are not re-encoded.
     # A commit made with git tools is a new commit of this repository: cut as it cuts.
-    encoder = importer.encoder(info.chunker) if plan.authentic else repo.objects
-    written = encoder.encode_snapshot(snapshot, state_codec=info.codec, base=base, raw_state=True)
-    snapshot_id = to_hex(written.snapshot_id)
-    if plan.authentic and snapshot_id != info.snapshot:
-        raise GitMirrorError(
-            f"its files rebuild snapshot {snapshot_id[:12]}, not the recorded "
-            f"{info.snapshot[:12]}: they were changed without a new commit, or were written by "
-            "an incompatible statevcs; make a new git commit for the change instead"
+    if plan.authentic:
+        written = _rebuild(importer, info, snapshot, base)
+    else:
+        written = repo.objects.encode_snapshot(
+            snapshot, state_codec=info.codec, base=base, raw_state=True
         )
     repo.objects.put(written.objects)
     lists[plan.sha] = (written.messages, parts.messages)
     parents = [to_svc[p] for p in plan.git_parents]
+
     if plan.authentic:
         commit_id = repo.objects.write_commit(
             written.snapshot_id,
