@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..compression import content_id
 from ..errors import (
     RefConflict,
     RefsChanged,
@@ -63,7 +64,6 @@ from ..errors import (
     StateVCSError,
     StoreError,
 )
-from ..compression import content_id
 from ..hashing import ID_SIZE, ObjectId
 from . import forksafety
 from .base import (
@@ -1353,11 +1353,7 @@ class S3Store(Store):
         if cache is not None and missing:
             # Only bytes that match their id: a tampered object must not outlive its repair.
             cache.put(
-                {
-                    b"o" + k: v
-                    for k, v in fetched.items()
-                    if k not in unproven and _matches(k, v)
-                },
+                {b"o" + k: v for k, v in fetched.items() if k not in unproven and _matches(k, v)},
                 seen=tag,
             )
             cache.mark_seen((b"o" + i for i in unproven if i in fetched), tag)
