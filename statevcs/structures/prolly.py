@@ -226,6 +226,7 @@ def splice(
         node = _load_child(reader, node, idx)
     values: list[bytes | None] | None = None
     if new_values is not None:
+        kept: Values
         if node.values is not None:
             kept = node.values[:pos]
         elif lookup is not None:
