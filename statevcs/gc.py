@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from .errors import CorruptObject, MissingObject, RefsChanged, StateVCSError, StoreError
-from .hashing import ObjectId, to_hex
-from .objectdb import ObjectDB
+from .hashing import ObjectId, from_hex, to_hex
+from .objectdb import UPGRADE_MAP_KEY, ObjectDB
 from .objects import (
     DOC_PREFIX,
     Chunked,
@@ -105,6 +105,9 @@ def reachability_roots(store: Store) -> set[ObjectId]:
     for name in sorted({*names, *store.reflog_names()}):
         for entry in store.reflog(name):
             roots.update(i for i in (entry.old, entry.new) if i is not None)
+    upgrade_map = store.config_get(UPGRADE_MAP_KEY)
+    if upgrade_map:  # old ids resolve through it (its entries keep no commit alive)
+        roots.add(from_hex(upgrade_map))
     return roots
 
 

@@ -43,6 +43,9 @@ FORMAT_KEY = "core.format"
 """The config key naming a repository's storage format ("1": a leaf names messages by id;
 "2": a leaf holds the messages, objects compressed)."""
 CURRENT_FORMAT = 2
+UPGRADE_MAP_KEY = "core.upgrade-map"
+"""Config key: hex id of the map from format-1 commit ids to the commits that replaced them
+(written by ``statevcs upgrade``; a gc root)."""
 
 
 class ObjectDB:

@@ -87,6 +87,8 @@ from .stores.memory import MemoryStore
 from .stores.registry import backend_for
 from .stores.sqlite import DB_FILENAME, Durability, SQLiteStore, read_config
 from .structures.chunking import CHUNKER_KEY, DEFAULT_CHUNKER, chunker_for
+from .upgrade import UpgradeReport, read_upgrade_map
+from .upgrade import upgrade as upgrade_repository
 
 DEFAULT_AUTHOR = "statevcs <statevcs@localhost>"
 MEMORY_URL = "memory://"
@@ -201,6 +203,7 @@ class Repo:
         Register an adapter here to override the process-wide one (``ADAPTERS``) for this
         repository only."""
         self._lock = threading.RLock()
+        self._upgrade_map: dict[ObjectId, ObjectId] | None = None
         forksafety.track(self, outer=True)  # a fork waits for this handle's operation
         # Objects are tracked per repository, not per handle: an object checked out through
         # one handle and committed through another is still the same stale object.
@@ -1145,6 +1148,33 @@ class Repo:
         """Count objects and bytes, and estimate what a full copy per commit would cost."""
         return measure_repository(self.store, self.objects)
 
+    @property
+    def storage_format(self) -> int:
+        """The storage format new objects are written in (1, or 2 since statevcs 0.2)."""
+        return self.objects.format
+
+    def upgrade(self, *, progress: Callable[[int, int], None] | None = None) -> UpgradeReport:
+        """Move the repository to storage format 2 in place (crash-safe; see docs/storage.md).
+
+        Every commit whose snapshot is in format 1 (and every commit above one) is written
+        again with equal content; every ref then moves in one compare-and-swap, and old commit
+        ids keep resolving (to the commit that replaced them). Safe to run again, and to kill:
+        either format reads the same history. ``progress(done, total)`` is called per commit.
+        Raises ``RefConflict`` (nothing moved) when another process moved a ref meanwhile.
+        """
+        if progress is not None and not callable(progress):
+            raise TypeError("progress must be callable")
+        with self._lock:
+            report = upgrade_repository(self.objects, progress)
+            self._upgrade_map = None
+            return report
+
+    def _upgraded(self, low: ObjectId, high: ObjectId) -> list[ObjectId]:
+        """Commits that replaced upgraded commits whose old ids lie in [low, high]."""
+        if self._upgrade_map is None:
+            self._upgrade_map = read_upgrade_map(self.objects)
+        return [new for old, new in self._upgrade_map.items() if low <= old <= high]
+
 
 OnConflict = Literal["raise", "merge"]
 """What :meth:`Repo.commit` does when the branch moved past the object's synced commit."""
@@ -1462,6 +1492,7 @@ class _Context:
         return [current, *(e.old for e in entries[:-1])]
 
     def commits_with_prefix(self, low: ObjectId, high: ObjectId) -> list[ObjectId]:
+        start = low
         found: list[ObjectId] = []
         page = 256
         while len(found) < 2:  # two commits already make the prefix ambiguous
@@ -1475,6 +1506,9 @@ class _Context:
             if len(batch) < page:
                 break
             low = (int.from_bytes(batch[-1], "big") + 1).to_bytes(len(batch[-1]), "big")
+        if not found:
+            # An id from before `statevcs upgrade` whose commit gc has since removed.
+            found = [i for i in self.repo._upgraded(start, high) if self.repo.store.has_many([i])]
         return found
 
     def parents(self, commit_id: ObjectId) -> tuple[ObjectId, ...]:

@@ -334,7 +334,10 @@ def _resolve_base(ctx: RevisionContext, revision: Revision, text: str) -> Object
     if _is_full_hex(base):
         # As in git, a full-length id is that object even if a ref has the same name.
         commit_id = from_hex(base.lower())
-        if ctx.commits_with_prefix(commit_id, commit_id):
+        found_ids = ctx.commits_with_prefix(commit_id, commit_id)
+        if found_ids:
+            # The commit itself, or (after `statevcs upgrade` and a gc) the one replacing it.
+            commit_id = found_ids[0]
             shadowed = _matches(ctx, base)
             if shadowed:
                 _warn(

@@ -1,4 +1,4 @@
-"""Looking after a repository: ``gc``, ``fsck`` and ``stats``."""
+"""Looking after a repository: ``gc``, ``fsck``, ``stats`` and ``upgrade``."""
 
 from __future__ import annotations
 
@@ -201,4 +201,64 @@ def stats(as_json: bool) -> None:
         state.out.print(heads)
 
 
-__all__ = ["fsck", "gc", "stats"]
+@click.command()
+@json_option
+def upgrade(as_json: bool) -> None:
+    """Move the repository to storage format 2 in place (packed message leaves, compression).
+
+    Every commit is written again with the same content; refs move in one step at the end, so
+    the command is safe to interrupt and to run again. Old commit ids keep resolving.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    state = current_state()
+    repo = state.repo()
+    progress = Progress(
+        TextColumn("rewriting commits"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=state.err,
+        transient=True,
+        disable=as_json or not state.err.is_terminal,
+    )
+    with progress:
+        task = progress.add_task("upgrade", total=None)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        report = repo.upgrade(progress=advance)
+    if as_json:
+        emit_json(
+            {
+                "format_before": report.format_before,
+                "format_after": report.format_after,
+                "commits_rewritten": report.commits_rewritten,
+                "refs_moved": {k: list(v) for k, v in report.refs_moved.items()},
+                "upgrade_map": report.map_id,
+            }
+        )
+        return
+    if not report.commits_rewritten:
+        state.out.print(text(f"already in storage format {report.format_after}; nothing to do"))
+        return
+    state.out.print(
+        text(
+            f"upgraded storage format {report.format_before} -> {report.format_after}: "
+            f"{report.commits_rewritten} commits rewritten, {len(report.refs_moved)} refs moved"
+        )
+    )
+    for name, (old, new) in sorted(report.refs_moved.items()):
+        state.out.print(text(f"  {safe_text(name)}: {old[:12]} -> {new[:12]}"))
+    state.out.print(
+        text(
+            (
+                "old commit ids still resolve; the old objects stay until their reflog entries "
+                "expire (statevcs gc --expire-reflog=now --prune=now frees them at once)",
+                "dim",
+            )
+        )
+    )
+
+
+__all__ = ["fsck", "gc", "stats", "upgrade"]
