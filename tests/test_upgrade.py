@@ -91,7 +91,7 @@ def test_upgrade_keeps_every_state_and_every_old_id(tmp_path: Path) -> None:
 
 def test_upgrade_is_history_independent_of_how_it_was_written(tmp_path: Path) -> None:
     """An upgraded repository holds the commits format 2 would have written from the start."""
-    folder, expected, _ = unpack_fixture(tmp_path)
+    folder, _, _ = unpack_fixture(tmp_path)
     with Repo.open(folder) as repo:
         repo.upgrade()
         tip = repo.show("snap")
