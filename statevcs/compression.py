@@ -33,31 +33,28 @@ MAX_EXPANDED = 256 * 1024 * 1024
 
 LEVEL = 3
 
-_local = threading.local()
 
+class _Codecs(threading.local):
+    """One compressor and one decompressor per thread (zstandard's are not thread-safe)."""
 
-def _compressor() -> zstandard.ZstdCompressor:
-    # zstandard's (de)compressors are not thread-safe: one of each per thread.
-    found: zstandard.ZstdCompressor | None = getattr(_local, "compressor", None)
-    if found is None:
-        found = _local.compressor = zstandard.ZstdCompressor(
+    def __init__(self) -> None:
+        self.compressor = zstandard.ZstdCompressor(
             level=LEVEL, write_content_size=True, write_checksum=False
         )
-    return found
+        self.decompressor = zstandard.ZstdDecompressor()
 
 
-def _decompressor() -> zstandard.ZstdDecompressor:
-    found: zstandard.ZstdDecompressor | None = getattr(_local, "decompressor", None)
-    if found is None:
-        found = _local.decompressor = zstandard.ZstdDecompressor()
-    return found
+_codecs = _Codecs()
 
 
 def pack(data: bytes) -> bytes:
     """Return the bytes to store for canonical ``data``: a zstd frame if it pays, else ``data``."""
+    if data[:4] == ZSTD_MAGIC:
+        # Never a canonical object (those are msgpack arrays); framed so it reads back as is.
+        return _codecs.compressor.compress(data)
     if len(data) < MIN_SIZE:
         return data
-    packed = _compressor().compress(data)
+    packed = _codecs.compressor.compress(data)
     return packed if len(packed) <= len(data) * KEEP_RATIO else data
 
 
@@ -85,7 +82,7 @@ def unpack(object_id: ObjectId, data: bytes) -> bytes:
             f"its zstd frame would expand to {size} bytes, more than the {MAX_EXPANDED} allowed",
         )
     try:
-        plain = _decompressor().decompress(data, max_output_size=size)
+        plain = _codecs.decompressor.decompress(data, max_output_size=size)
     except zstandard.ZstdError as exc:
         raise CorruptObject(to_hex(object_id), f"its zstd frame is damaged ({exc})") from None
     if len(plain) != size:

@@ -311,8 +311,16 @@ def doc_value(object_id: ObjectId, data: bytes, *, check_hash: bool = True) -> A
     return NOT_A_DOC
 
 
+_BYTES_ONLY = {bytes}
+_ID_SIZE_ONLY = {ID_SIZE}
+_LEAF_VALUE_TYPES = {bytes, type(None)}
+
+
 def _ids(value: Any, what: str) -> tuple[ObjectId, ...]:
-    if type(value) is not list or not all([type(v) is bytes and len(v) == ID_SIZE for v in value]):
+    # set(map(...)) checks every entry in C: this runs for every node read.
+    if type(value) is not list or (
+        value and (set(map(type, value)) != _BYTES_ONLY or set(map(len, value)) != _ID_SIZE_ONLY)
+    ):
         raise ValueError(f"{what} must be a list of {ID_SIZE}-byte ids")
     return tuple(value)
 
@@ -388,9 +396,8 @@ def _from_raw(raw: Any) -> StoredObject:
         ids, values = _ids(raw[1], "leaf entries"), raw[2]
         if type(values) is not list or len(values) != len(ids):
             raise ValueError("a leaf holds one value per entry")
-        for value in values:
-            if value is not None and type(value) is not bytes:
-                raise ValueError("a leaf value must be bytes or nil")
+        if not set(map(type, values)) <= _LEAF_VALUE_TYPES:
+            raise ValueError("a leaf value must be bytes or nil")
         return ListNode(0, ids, (), tuple(values))
     if kind == KIND_BLOB:
         _expect(raw, 2, kind)

@@ -1,0 +1,111 @@
+"""Compressed objects (format 2): ids name the plain bytes, hostile frames are refused."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+import zstandard
+from hypothesis import given
+from hypothesis import strategies as st
+
+from statevcs import CorruptObject, Repo, compression
+from statevcs.compression import ZSTD_MAGIC, content_id, is_packed, pack, unpack
+from statevcs.hashing import hash_bytes
+from statevcs.objects import DOC_PREFIX, ListNode, decode, encode, kind_of, leaf_problems
+from statevcs.stores.sqlite import DB_FILENAME
+
+ANY_ID = b"\x01" * 32
+
+
+@given(st.binary(max_size=4096))
+def test_what_is_packed_unpacks_to_the_same_bytes(data: bytes) -> None:
+    stored = pack(data)
+    assert unpack(ANY_ID, stored) == data
+    assert content_id(stored) == hash_bytes(data)
+    assert is_packed(stored) == (stored != data or data[:4] == ZSTD_MAGIC)
+
+
+def test_small_or_incompressible_objects_stay_plain() -> None:
+    assert pack(b"\x92\xa3doc\xa1x") == b"\x92\xa3doc\xa1x"
+    noise = bytes(range(256)) * 1  # 256 bytes zstd cannot shrink by 10 %
+    assert not is_packed(pack(noise))
+    text = msgpack.packb(["doc", "the same words again " * 40])
+    assert is_packed(pack(text)) and len(pack(text)) < len(text) // 4
+
+
+def test_a_frame_that_would_expand_past_the_limit_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bomb = zstandard.ZstdCompressor().compress(b"\0" * 1_000_000)  # about 50 bytes
+    monkeypatch.setattr(compression, "MAX_EXPANDED", 100_000)
+    with pytest.raises(CorruptObject, match="would expand to 1000000 bytes"):
+        unpack(ANY_ID, bomb)
+
+
+def test_frames_without_a_size_or_damaged_are_refused() -> None:
+    unsized = zstandard.ZstdCompressor(write_content_size=False).compress(b"x" * 1000)
+    with pytest.raises(CorruptObject, match="does not declare its size"):
+        unpack(ANY_ID, unsized)
+    good = pack(b"y" * 1000)
+    with pytest.raises(CorruptObject, match="damaged"):
+        unpack(ANY_ID, good[:-4])
+    with pytest.raises(CorruptObject, match="header is damaged"):
+        unpack(ANY_ID, ZSTD_MAGIC)
+    assert not is_packed(b"\x93")  # every plain object is a msgpack array
+
+
+def test_a_frame_of_other_bytes_fails_the_hash_check() -> None:
+    data = encode(ListNode(0, (b"\2" * 32,), (), (b"\xa5hello" * 60,)))
+    with pytest.raises(CorruptObject, match="do not hash"):
+        decode(hash_bytes(b"something else"), pack(data))
+    assert kind_of(decode(hash_bytes(data), pack(data))) == "leaf"
+
+
+def test_hostile_leaves_are_refused_or_named_by_fsck() -> None:
+    bad_values: list[Any] = [
+        ["leaf", [b"\1" * 32], []],  # fewer values than ids
+        ["leaf", [b"\1" * 32], [5]],  # a value that is not bytes
+        ["leaf", [b"\1" * 31], [b"x"]],  # a short id
+        ["leaf", [b"\1" * 32], [b"x"], 0],  # an extra field
+    ]
+    for raw in bad_values:
+        data = msgpack.packb(raw, use_bin_type=True)
+        with pytest.raises(CorruptObject):
+            decode(hash_bytes(data), data)
+    value = msgpack.packb({"role": "user"})
+    honest = ListNode(0, (hash_bytes(DOC_PREFIX + value),), (), (value,))
+    assert leaf_problems(honest) == []
+    lying = ListNode(0, (b"\7" * 32,), (), (value,))
+    assert leaf_problems(lying) == [f"entry 0 ({'07' * 32}) does not hash to its id"]
+
+
+def test_a_compression_bomb_in_a_repository_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Repo.init(tmp_path / "repo") as repo:
+        messages = [{"role": "user", "content": "words " * 50 + str(i)} for i in range(40)]
+        repo.commit({"messages": messages})
+        leaves = [
+            object_id
+            for object_id, data in repo.store.get_many(
+                [i for i, _ in repo.store.iter_objects()]
+            ).items()
+            if is_packed(data) and kind_of(decode(object_id, data)) == "leaf"
+        ]
+    assert leaves
+    bomb = zstandard.ZstdCompressor().compress(b"\0" * 10_000_000)
+    db = sqlite3.connect(tmp_path / "repo" / DB_FILENAME)
+    db.execute("UPDATE objects SET data = ? WHERE id = ?", (bomb, leaves[0]))
+    db.commit()
+    db.close()
+    monkeypatch.setattr(compression, "MAX_EXPANDED", 1_000_000)
+    with Repo.open(tmp_path / "repo") as repo:
+        with pytest.raises(CorruptObject, match="would expand"):
+            repo.show("main")
+        report = repo.fsck()
+        assert not report.ok
+        assert any(leaves[0].hex() in p and "would expand" in p for p in report.problems)
