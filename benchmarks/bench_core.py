@@ -8,12 +8,15 @@ written per commit, median commit time at several conversation lengths (full cap
 and the incremental path an adapter enables), checkout time of ``main~k``, and the physical
 limits measured in the same run (msgpack + blake3 of the same messages, one SQLite transaction).
 Then the cost of committing a plain dict after appending one message at 100 and 100,000
-messages, and ``merge_base`` against ``log`` over the same 2,000 commits.
+messages, ``merge_base`` against ``log`` over the same 2,000 commits, and the two storage
+formats side by side (bytes, and reads in a fresh handle against one JSON file read + parse of
+the same state).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sqlite3
 import statistics
@@ -232,6 +235,71 @@ def history_timing(folder: Path, commits: int, rounds: int = 5) -> tuple[float, 
     return median_ms(bases), median_ms(logs)
 
 
+def format_comparison(folder: Path, turns: int, rounds: int) -> list[tuple[Any, ...]]:
+    """Per storage format: bytes, files on disk, and fresh-handle reads of a dict agent.
+
+    Each row: (format, distinct message bytes, object bytes, SQLite file bytes, median commit
+    ms, checkout latest ms, checkout of turn 10 ms, JSON read ms). Reads alternate between the
+    formats and the JSON file round by round, so a busy machine slows all of them alike.
+    """
+    repos: dict[int, Path] = {}
+    written: dict[int, tuple[int, float]] = {}
+    agent: dict[str, Any] = {}
+    distinct = 0
+    for storage_format in (1, 2):
+        path = folder / f"format-{storage_format}"
+        repo = statevcs.Repo.init(path, storage_format=storage_format)
+        agent = {"messages": [], "turn": 0}
+        times: list[float] = []
+        distinct = 0
+        for i in range(turns):
+            exchange = turn(i)
+            distinct += sum(len(msgpack.packb(m)) for m in exchange)
+            agent["messages"].extend(exchange)
+            agent["turn"] = i
+            start = time.perf_counter()
+            repo.commit(agent, message=f"turn {i}")
+            times.append(time.perf_counter() - start)
+        written[storage_format] = (repo.stats().bytes_stored, statistics.median(times) * 1000)
+        repo.close()
+        repos[storage_format] = path
+    state_file = folder / "state.json"
+    state_file.write_text(json.dumps(agent))
+    samples: dict[str, list[float]] = {}
+
+    def sample(name: str, call: Any) -> None:
+        start = time.perf_counter()
+        call()
+        samples.setdefault(name, []).append((time.perf_counter() - start) * 1000)
+
+    def checkout(path: Path, rev: str) -> None:
+        with statevcs.Repo.open(path) as fresh:
+            fresh.checkout({}, rev)
+
+    for _ in range(rounds):
+        for storage_format, path in repos.items():
+            sample(f"latest-{storage_format}", lambda p=path: checkout(p, "main"))
+            sample(f"turn10-{storage_format}", lambda p=path: checkout(p, f"main~{turns - 11}"))
+        sample("json", lambda: json.loads(state_file.read_text()))
+    rows = []
+    for storage_format, path in repos.items():
+        on_disk = sum(f.stat().st_size for f in path.iterdir())
+        objects, commit_ms = written[storage_format]
+        rows.append(
+            (
+                storage_format,
+                distinct,
+                objects,
+                on_disk,
+                commit_ms,
+                statistics.median(samples[f"latest-{storage_format}"]),
+                statistics.median(samples[f"turn10-{storage_format}"]),
+                statistics.median(samples["json"]),
+            )
+        )
+    return rows
+
+
 def windows(turns: int) -> list[tuple[int, int]]:
     """The turn windows of the objects-per-commit table, each once (with ``--quick``'s 100
     turns the middle one is the last one)."""
@@ -345,6 +413,19 @@ def main() -> int:
         print("k      messages  time")
         for k, n, ms in checkout_rows:
             print(f"{k:<6} {n:>8}  {ms:.2f}")
+        print()
+        rows_f = format_comparison(folder, turns, 5 if args.quick else 21)
+        print(f"== storage formats: {turns} turns of a dict agent, fresh handle (SQLite) ==")
+        print(
+            "format  objects/distinct  file/distinct  commit ms  checkout latest ms  "
+            "checkout turn 10 ms  JSON read ms  latest/JSON"
+        )
+        for fmt, distinct_bytes, objects, on_disk, commit_ms, latest, early, js in rows_f:
+            print(
+                f"{fmt:>6}  {objects / distinct_bytes:>16.2f}  {on_disk / distinct_bytes:>13.2f}"
+                f"  {commit_ms:>9.3f}  {latest:>18.2f}  {early:>19.2f}  {js:>12.2f}"
+                f"  {latest / js:>11.2f}"
+            )
     return 0
 
 
