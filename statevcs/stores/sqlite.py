@@ -307,6 +307,17 @@ class SQLiteStore(Store):
         self._db: sqlite3.Connection | None = None  # None: connect on next use
         try:
             self._db = self._connect()
+            if not _schema_complete(self._db):
+                self._create_schema()
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot open SQLite store {self.path}: {exc}; check the path and permissions"
+            ) from exc
+        forksafety.track(self)
+
+    def _create_schema(self) -> None:
+        """Create what is missing (a new file, or one an older statevcs wrote), in one write."""
+        try:
             with self._write() as db:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
@@ -318,7 +329,6 @@ class SQLiteStore(Store):
             raise StoreError(
                 f"cannot open SQLite store {self.path}: {exc}; check the path and permissions"
             ) from exc
-        forksafety.track(self)
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(
@@ -737,6 +747,15 @@ class SQLiteStore(Store):
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
+
+_SCHEMA_NAMES = {"objects", "refs", "reflog", "config", "reflog_by_name", "reflog_by_also"}
+
+
+def _schema_complete(db: sqlite3.Connection) -> bool:
+    """Whether every table, index and column exists (then opening writes nothing)."""
+    names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    return _SCHEMA_NAMES <= names and _has_column(db, "objects", "parents")
 
 
 def _has_column(db: sqlite3.Connection, table: str, column: str) -> bool:
