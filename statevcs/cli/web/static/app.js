@@ -198,7 +198,8 @@
     details.addEventListener("toggle", () => {
       if (!details.open || filled) return;
       filled = true;
-      details.append(typeof body === "string" ? el("pre", { class: "text" }, visible(body, true)) : contentParts(body, true));
+      if (typeof body === "function") details.append(body());
+      else details.append(typeof body === "string" ? el("pre", { class: "text" }, visible(body, true)) : contentParts(body, true));
     });
     return details;
   }
@@ -264,7 +265,7 @@
       { class: "msg role-" + roleClass, "data-position": position },
       el("header", {}, el("span", { class: "role" }, visible(role)), el("span", { class: "pos" }, "#" + position)),
       body,
-      fold("raw", [msg]),
+      fold("raw", () => tree(msg, undefined, true)),
     );
   }
 
@@ -312,7 +313,7 @@
     const commit = row.commit;
     if (!commit) return el("tr", { class: "connector-row" }, el("td"), graph, el("td", { colspan: 4 }));
     const box = el("input", { type: "checkbox", class: "pick", "aria-label": "select " + commit.short_id, "data-commit": commit.id });
-    box.addEventListener("change", () => selection.toggle(commit.id, box));
+    box.addEventListener("change", () => selection.toggle(commit.id, Date.parse(commit.timestamp), box));
     return el(
       "tr",
       { class: "commit-row", "data-commit": commit.id },
@@ -331,10 +332,10 @@
     const diffButton = el("button", { id: "diff-selected", type: "button", disabled: true }, "Diff selected");
     const picked = [];
     const selection = {
-      toggle(id, box) {
+      toggle(id, time, box) {
         const at = picked.findIndex((p) => p.id === id);
         if (box.checked && at < 0) {
-          picked.push({ id, box });
+          picked.push({ id, time, box });
           if (picked.length > 2) {
             const dropped = picked.shift();
             dropped.box.checked = false;
@@ -347,10 +348,9 @@
     diffButton.textContent = "Diff selected (pick two)";
     diffButton.addEventListener("click", () => {
       if (picked.length !== 2) return;
-      // The older (lower in the graph) is A.
-      const rows = [...body.querySelectorAll("tr.commit-row")].map((tr) => tr.getAttribute("data-commit"));
-      const [x, y] = picked.map((p) => p.id);
-      const [a, b] = rows.indexOf(x) > rows.indexOf(y) ? [x, y] : [y, x];
+      // The older is A.
+      const [x, y] = picked;
+      const [a, b] = x.time <= y.time ? [x.id, y.id] : [y.id, x.id];
       location.hash = "#/diff/" + enc(a) + "/" + enc(b);
     });
     const body = el("tbody");
@@ -554,7 +554,7 @@
           "added by ",
           match.introduced.map((i) => [commitLink(i.commit), " (#" + i.position + ") "]),
         ),
-        fold("message", [match.message]),
+        fold("message", () => message(match.message, match.introduced.length ? match.introduced[0].position : "?")),
       ),
     );
     show(
@@ -587,7 +587,7 @@
       el("div", { class: "prompt" }, visible(turn.text, false)),
       turn.commit ? el("div", {}, commitLink(turn.commit)) : null,
       turn.tool_calls.length ? el("div", { class: "tools" }, "tools: " + turn.tool_calls.map((t) => visible(t.name ?? "?")).join(", ")) : null,
-      fold("messages", turn.messages || []),
+      fold("messages", () => el("div", { class: "chat" }, (turn.messages || []).map((m, i) => message(m, turn.start + i)))),
     );
   }
 
@@ -596,7 +596,7 @@
     const rows = data.turns.map((t) =>
       el(
         "tr",
-        { class: "turn turn-" + (["same", "changed", "only_a", "only_b"].includes(t.status) ? t.status : "other") },
+        { class: "turn turn-" + (["same", "diverged", "only_a", "only_b"].includes(t.status) ? t.status : "other") },
         el("td", {}, String(t.index)),
         el("td", {}, visible(t.status)),
         el("td", { class: "side side-a" }, turnCell(t.a)),
