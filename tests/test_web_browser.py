@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import webrepo
 from playwright.sync_api import BrowserContext, Page, Playwright, expect, sync_playwright
 
 import statevcs
-
-import webrepo
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -164,9 +163,7 @@ def test_the_graph_shows_branches_forks_and_labels(watched: Watched) -> None:
     page = watched.open()
     rows = page.locator("#graph tr.commit-row")
     expect(rows).to_have_count(100)  # one page of commits, not all of them
-    expect(page.locator(".summary")).to_contain_text(
-        f"{webrepo.COMMITS} commits"
-    )
+    expect(page.locator(".summary")).to_contain_text(f"{webrepo.COMMITS} commits")
     expect(_row(page, "experiment turn 4").locator(".label-branch")).to_have_text("experiment")
     expect(_row(page, "a commit by a hostile author").locator(".label-head")).to_have_text("main")
     graph = "".join(page.locator("#graph td.graph").all_text_contents())
@@ -191,7 +188,9 @@ def test_a_commit_shows_its_conversation_as_chat(watched: Watched) -> None:
     expect(page.locator("#commit-message")).to_have_text("experiment turn 4")
     chat = page.locator("#conversation")
     expect(chat.locator("article.msg")).to_have_count(16)
-    expect(chat.locator("article.role-user").first).to_contain_text("question 1: weather in Lisbon?")
+    expect(chat.locator("article.role-user").first).to_contain_text(
+        "question 1: weather in Lisbon?"
+    )
     expect(chat).to_contain_text("Umbrella weather (zebra) in Lisbon 4")
     # Tool calls and results are folded until opened.
     call = chat.locator("details.fold", has_text="tool call: weather").first
@@ -209,7 +208,9 @@ def test_a_commit_shows_its_conversation_as_chat(watched: Watched) -> None:
 
 def test_images_are_placeholders(watched: Watched) -> None:
     page = watched.open(f"#/commit/{webrepo.HOSTILE_BRANCH.replace('/', '%2F')}")
-    expect(page.locator("#conversation .placeholder")).to_have_text("‹image png, 208 bytes›")
+    expect(page.locator("#conversation .placeholder")).to_have_text(
+        "\u2039image png, 208 bytes\u203a"
+    )
     watched.assert_inert()
 
 

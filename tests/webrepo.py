@@ -10,7 +10,7 @@ import statevcs
 
 HOSTILE_HTML = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
 """Markup that would run a script if any of it were ever parsed as HTML."""
-HOSTILE_LINK = "[click me](javascript:window.__pwned=3) <a href=\"javascript:window.__pwned=4\">x</a>"
+HOSTILE_LINK = '[click me](javascript:window.__pwned=3) <a href="javascript:window.__pwned=4">x</a>'
 HOSTILE_CONTROLS = "red \x1b[31m bell \x07 rtl \u202eevil\u202c tag \U000e0041 nul \x00 end"
 HOSTILE_BRANCH = '"><img/src=x/onerror=window.__pwned=5>'
 """A valid branch name (git's rules allow ``<``, ``>`` and quotes) that is also markup."""

@@ -24,9 +24,7 @@ from ..context import CommandError, current_state
     is_flag=True,
     help="Allow creating branches and tags and resetting a branch, with a token printed at start.",
 )
-def serve(
-    repo: str | None, host: str, port: int, open_browser: bool, allow_write: bool
-) -> None:
+def serve(repo: str | None, host: str, port: int, open_browser: bool, allow_write: bool) -> None:
     """Browse REPO (default: the repository found like git) at http://127.0.0.1:8000/.
 
     The branch graph, commits with their conversations and state, diffs, search and a turn by

@@ -9,6 +9,7 @@ returned as stored: the front end renders it as text, never as markup.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 from collections.abc import Callable
@@ -42,10 +43,8 @@ def _labels(repo: Repo) -> dict[str, list[dict[str, str]]]:
     found: dict[str, list[dict[str, str]]] = {}
     head_branch = repo.head_branch
     if head_branch is None:
-        try:
+        with contextlib.suppress(StateVCSError):  # a detached HEAD may name nothing
             found.setdefault(repo.resolve("HEAD"), []).append({"kind": "head", "name": "HEAD"})
-        except StateVCSError:  # a detached HEAD may name nothing
-            pass
     for name, commit_id in sorted(repo.refs.as_hex("refs/").items()):
         if name.startswith("refs/heads/"):
             short = name.removeprefix("refs/heads/")

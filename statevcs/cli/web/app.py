@@ -205,7 +205,9 @@ def build_app(
 
     async def not_found(request: Request, exc: Exception) -> Response:
         if request.url.path.startswith("/api/"):
-            return error_response(404, "no such API endpoint; the list is in docs/serve.md", "NotFound")
+            return error_response(
+                404, "no such API endpoint; the list is in docs/serve.md", "NotFound"
+            )
         return Response(
             _static_text("404.html"), status_code=404, media_type="text/html; charset=utf-8"
         )
@@ -257,9 +259,7 @@ def build_app(
         Route("/api/refs", _api(lambda r: browser.refs())),
         Route(
             "/api/graph",
-            _api(
-                lambda r: browser.graph(_int(r, "offset", 0), _int(r, "limit", DEFAULT_PAGE))
-            ),
+            _api(lambda r: browser.graph(_int(r, "offset", 0), _int(r, "limit", DEFAULT_PAGE))),
         ),
         Route(
             "/api/commit",

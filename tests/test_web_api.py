@@ -1,0 +1,302 @@
+"""The history browser's JSON API and app (``statevcs.cli.web``) over real repositories: answers,
+pages, errors, headers, write checks, hostile arguments, and the ``statevcs serve`` command."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import webrepo
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
+import statevcs
+from statevcs.cli.web.api import HistoryBrowser
+from statevcs.cli.web.app import CONTENT_SECURITY_POLICY, MAX_BODY, build_app
+from statevcs.serializers import MsgpackSerializer
+
+BASE = "http://127.0.0.1:8000"
+TOKEN = "secret-token"
+
+
+@pytest.fixture(scope="module")
+def repo_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("web-api-repo")
+    webrepo.build(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def client(repo_path: Path) -> Iterator[TestClient]:
+    with statevcs.Repo.open(repo_path, serializer=MsgpackSerializer()) as repo:
+        yield TestClient(build_app(HistoryBrowser(repo)), base_url=BASE)
+
+
+@pytest.fixture
+def writable(tmp_path: Path) -> Iterator[tuple[TestClient, statevcs.Repo]]:
+    with statevcs.Repo.init(tmp_path / "w") as repo:
+        repo.commit({"messages": [{"role": "user", "content": "one"}]}, "one")
+        repo.commit({"messages": [{"role": "user", "content": "two"}]}, "two")
+        app = build_app(HistoryBrowser(repo, writable=True), token=TOKEN)
+        yield TestClient(app, base_url=BASE), repo
+
+
+def _ok(client: TestClient, url: str) -> Any:
+    response = client.get(url)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "application/json"
+    return response.json()
+
+
+def _error(client: TestClient, url: str, status: int) -> dict[str, Any]:
+    response = client.get(url)
+    assert response.status_code == status, response.text
+    error: dict[str, Any] = response.json()["error"]
+    assert error["status"] == status
+    return error
+
+
+def test_graph_pages_stitch_into_the_whole_history(client: TestClient, repo_path: Path) -> None:
+    rows: list[dict[str, Any]] = []
+    offset: int | None = 0
+    pages = 0
+    while offset is not None:
+        page = _ok(client, f"/api/graph?offset={offset}&limit=40")
+        assert page["offset"] == offset
+        rows += page["rows"]
+        offset = page["next_offset"]
+        pages += 1
+    assert pages == -(-webrepo.COMMITS // 40)
+    whole = _ok(client, "/api/graph?limit=200")["rows"]
+    assert rows == whole  # lanes continue across pages
+    commits = [r["commit"]["id"] for r in rows if r["commit"]]
+    with statevcs.Repo.open(repo_path) as repo:
+        assert sorted(commits) == sorted(c.id for c in repo.log_all())
+        assert rows[0]["commit"]["id"] == repo.resolve("main")
+    assert any(cell[0] == "/" for row in rows for cell in row["graph"])
+    assert _ok(client, "/api/graph?offset=100000")["rows"] == []
+
+
+def test_commit_pages_its_conversation(client: TestClient) -> None:
+    first = _ok(client, "/api/commit?rev=long&limit=50")
+    assert first["message_count"] == 4 + webrepo.LONG_BRANCH_COMMITS
+    assert [m["position"] for m in first["messages"]] == list(range(50))
+    assert first["next_offset"] == 50
+    last = _ok(client, "/api/commit?rev=long&offset=100&limit=50")
+    assert last["messages"][-1]["message"] == {
+        "role": "user",
+        "content": f"long step {webrepo.LONG_BRANCH_COMMITS - 1}",
+    }
+    assert last["next_offset"] is None
+    assert first["state"] == {"step": webrepo.LONG_BRANCH_COMMITS - 1}
+    assert first["commit"]["labels"] == [{"kind": "branch", "name": "long"}]
+
+
+def test_diff_search_and_compare_answer(client: TestClient) -> None:
+    diff = _ok(client, "/api/diff?a=main~1&b=experiment&limit=2")
+    assert diff["messages"]["change_count"] == 5
+    assert len(diff["messages"]["changes"]) == 2
+    assert diff["messages"]["next_offset"] == 2
+    assert {c["key"] for c in diff["state"]} == {"model", "turn"}
+    found = _ok(client, "/api/search?q=ZEBRA")
+    assert {m["snippet"] for m in found["messages"]} >= {"Umbrella weather (zebra) in Lisbon 3"}
+    assert _ok(client, "/api/search?q=zebra&rev=main")["messages"] == []
+    compared = _ok(client, "/api/compare?a=main~1&b=experiment")
+    assert compared["first_divergence"] == 3
+    assert compared["turns"][2]["status"] == "diverged"
+
+
+def test_refs_version_changes_when_a_ref_moves(tmp_path: Path) -> None:
+    with statevcs.Repo.init(tmp_path / "r") as repo:
+        repo.commit({"messages": []}, "one")
+        client = TestClient(build_app(HistoryBrowser(repo)), base_url=BASE)
+        before = _ok(client, "/api/refs")
+        assert before["branches"] == {"main": repo.resolve("main")}
+        assert _ok(client, "/api/refs")["version"] == before["version"]
+        with statevcs.Repo.open(tmp_path / "r") as other:
+            other.branch("side")
+        after = _ok(client, "/api/refs")
+        assert after["version"] != before["version"]
+        assert _ok(client, "/api/graph")["version"] == after["version"]
+
+
+def test_errors_are_json_that_say_what_to_do(client: TestClient) -> None:
+    error = _error(client, "/api/commit?rev=nope", 404)
+    assert error["type"] == "UnknownRevision"
+    assert "statevcs log" in error["message"]
+    assert _error(client, "/api/diff?b=main", 400)["message"] == (
+        "the query parameter 'a' is required"
+    )
+    assert "whole number" in _error(client, "/api/graph?offset=-1", 400)["message"]
+    assert "from 1 to 200" in _error(client, "/api/graph?limit=201", 400)["message"]
+    assert _error(client, "/api/search?q=(a&regex=true", 400)["type"] == "InvalidPattern"
+    assert _error(client, "/api/search?q=x&all=maybe", 400)["message"].startswith("all must")
+    assert _error(client, "/api/nothing", 404)["type"] == "NotFound"
+    page = client.get("/nothing")
+    assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+    assert "/nothing" not in page.text  # the path is never reflected
+
+
+def test_every_response_carries_the_security_headers(client: TestClient) -> None:
+    for url in ("/", "/static/app.js", "/static/app.css", "/api/info", "/api/nope", "/x"):
+        headers = client.get(url).headers
+        assert headers["content-security-policy"] == CONTENT_SECURITY_POLICY, url
+        assert headers["x-content-type-options"] == "nosniff"
+        assert headers["x-frame-options"] == "DENY"
+    assert "'unsafe-inline'" not in CONTENT_SECURITY_POLICY
+    assert "require-trusted-types-for 'script'" in CONTENT_SECURITY_POLICY
+
+
+def test_a_foreign_host_name_is_refused(repo_path: Path) -> None:
+    with statevcs.Repo.open(repo_path) as repo:
+        app = build_app(HistoryBrowser(repo))
+        assert TestClient(app, base_url="http://evil.example").get("/api/info").status_code == 400
+        assert TestClient(app, base_url="http://localhost:9").get("/api/info").status_code == 200
+
+
+def test_hostile_text_is_json_data_with_controls_escaped(client: TestClient) -> None:
+    response = client.get(f"/api/commit?rev={webrepo.HOSTILE_BRANCH}")
+    assert response.status_code == 200
+    raw = response.text
+    for char in ("\x1b", "\x07", "\u202e", "\U000e0041", "\x00"):
+        assert char not in raw
+    assert "\\u202e" in raw
+    data = response.json()
+    assert data["commit"]["metadata"] == webrepo.HOSTILE_METADATA
+    assert data["messages"][-1]["message"]["content"] == webrepo.HOSTILE_CONTROLS
+    assert {"kind": "tag", "name": webrepo.HOSTILE_TAG} in data["commit"]["labels"]
+
+
+def test_a_read_only_browser_refuses_writes(client: TestClient) -> None:
+    response = client.post(
+        "/api/branches", json={"name": "x"}, headers={"origin": BASE, "x-statevcs-token": "t"}
+    )
+    assert response.status_code == 403
+    assert "--allow-write" in response.json()["error"]["message"]
+
+
+def _post(client: TestClient, path: str, body: Any, **headers: str) -> Any:
+    sent = {"origin": BASE, "x-statevcs-token": TOKEN, "content-type": "application/json"}
+    sent.update({k.replace("_", "-"): v for k, v in headers.items()})
+    return client.post(path, content=json.dumps(body), headers=sent)
+
+
+def test_writes_check_the_token_origin_and_body(
+    writable: tuple[TestClient, statevcs.Repo],
+) -> None:
+    client, repo = writable
+    before = repo.refs.as_hex("refs/")
+    refused = [
+        _post(client, "/api/branches", {"name": "x"}, x_statevcs_token="wrong"),
+        _post(client, "/api/branches", {"name": "x"}, origin="http://evil.example"),
+        _post(client, "/api/branches", {"name": "x"}, origin="null"),
+        _post(client, "/api/branches", {"name": "x"}, content_type="text/plain"),
+        _post(client, "/api/branches", "x" * MAX_BODY),
+        _post(client, "/api/branches", ["x"]),
+        _post(client, "/api/branches", {"name": "bad..name"}),
+        _post(client, "/api/branches", {"name": "main"}),
+        _post(client, "/api/reset", {"branch": "nope", "rev": "main"}),
+        client.post("/api/branches", json={"name": "x"}, headers={"x-statevcs-token": TOKEN}),
+    ]
+    assert [r.status_code for r in refused] == [403, 403, 403, 415, 413, 400, 400, 400, 400, 403]
+    assert all(r.json()["error"]["message"] for r in refused)
+    assert repo.refs.as_hex("refs/") == before
+    assert client.get("/api/branches").status_code == 405
+
+    assert _post(client, "/api/branches", {"name": "side", "rev": "main~1"}).status_code == 200
+    assert _post(client, "/api/tags", {"name": "v1"}).status_code == 200
+    moved = _post(client, "/api/reset", {"branch": "side", "rev": "main"})
+    assert moved.status_code == 200
+    assert repo.branches()["side"] == repo.resolve("main")
+    assert repo.tags() == {"v1": repo.resolve("main")}
+
+
+def test_the_browser_works_on_s3(s3_url: str) -> None:
+    with statevcs.Repo.init(s3_url) as repo:
+        repo.commit({"messages": [{"role": "user", "content": "on s3"}]}, "s3 one")
+        repo.branch("side")
+        repo.commit({"messages": [{"role": "user", "content": "more"}]}, "s3 two")
+    with statevcs.Repo.open(s3_url) as repo:
+        client = TestClient(build_app(HistoryBrowser(repo)), base_url=BASE)
+        graph = _ok(client, "/api/graph")
+        assert [r["commit"]["message"] for r in graph["rows"]] == ["s3 two", "s3 one"]
+        shown = _ok(client, "/api/commit?rev=side")
+        assert shown["messages"][0]["message"]["content"] == "on s3"
+        assert _ok(client, "/api/search?q=s3")["messages"][0]["snippet"] == "on s3"
+
+
+def test_wrong_argument_types_are_type_errors(repo_path: Path) -> None:
+    with statevcs.Repo.open(repo_path) as repo:
+        with pytest.raises(TypeError, match="repo must be"):
+            HistoryBrowser("repo")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="writable must be"):
+            HistoryBrowser(repo, writable="yes")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="browser must be"):
+            build_app(repo)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="token"):
+            build_app(HistoryBrowser(repo, writable=True))
+
+
+HOSTILE_TEXT = st.text(min_size=0, max_size=60)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    endpoint=st.sampled_from(["graph", "commit", "diff", "search", "compare"]),
+    params=st.dictionaries(
+        st.sampled_from(["rev", "a", "b", "q", "offset", "limit", "all", "regex"]),
+        HOSTILE_TEXT,
+        max_size=4,
+    ),
+)
+def test_hostile_query_arguments_answer_json_and_change_nothing(
+    client: TestClient, repo_path: Path, endpoint: str, params: dict[str, str]
+) -> None:
+    with statevcs.Repo.open(repo_path) as repo:
+        before = repo.refs.as_hex("refs/")
+    response = client.get(f"/api/{endpoint}", params=params)
+    assert response.status_code in (200, 400, 404), response.text
+    data = response.json()
+    if response.status_code != 200:
+        assert data["error"]["message"]
+    with statevcs.Repo.open(repo_path) as repo:
+        assert repo.refs.as_hex("refs/") == before
+
+
+def _free_port() -> tuple[socket.socket, int]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1)
+    return sock, sock.getsockname()[1]
+
+
+def test_serve_on_a_busy_port_says_what_to_do(repo_path: Path) -> None:
+    busy, port = _free_port()
+    with busy:
+        result = subprocess.run(
+            [sys.executable, "-m", "statevcs", "serve", str(repo_path), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode != 0
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "--port" in result.stderr
+
+
+def test_serve_without_a_repository_says_so(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "statevcs", "serve", str(tmp_path / "none"), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "not a statevcs repository" in result.stderr
