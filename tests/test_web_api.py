@@ -19,7 +19,13 @@ from starlette.testclient import TestClient
 
 import statevcs
 from statevcs.cli.web.api import HistoryBrowser
-from statevcs.cli.web.app import CONTENT_SECURITY_POLICY, MAX_BODY, build_app
+from statevcs.cli.web.app import (
+    CONTENT_SECURITY_POLICY,
+    MAX_BODY,
+    build_app,
+    host_name,
+    json_response,
+)
 from statevcs.serializers import MsgpackSerializer
 
 BASE = "http://127.0.0.1:8000"
@@ -157,8 +163,32 @@ def test_every_response_carries_the_security_headers(client: TestClient) -> None
 def test_a_foreign_host_name_is_refused(repo_path: Path) -> None:
     with statevcs.Repo.open(repo_path) as repo:
         app = build_app(HistoryBrowser(repo))
-        assert TestClient(app, base_url="http://evil.example").get("/api/info").status_code == 400
-        assert TestClient(app, base_url="http://localhost:9").get("/api/info").status_code == 200
+        for base in ("http://evil.example", "http://127.0.0.1.evil.example:8000"):
+            refused = TestClient(app, base_url=base).get("/api/info")
+            assert refused.status_code == 400
+            assert refused.json()["error"]["type"] == "WrongHost"
+        for base in ("http://localhost:9", "http://[::1]:8000", "http://LOCALHOST"):
+            assert TestClient(app, base_url=base).get("/api/info").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("header", "name"),
+    [
+        ("127.0.0.1:8000", "127.0.0.1"),
+        ("[::1]:8000", "::1"),
+        ("[::1]", "::1"),
+        ("LocalHost", "localhost"),
+        ("[::1", ""),
+        ("", ""),
+    ],
+)
+def test_host_names_are_read_like_a_browser_writes_them(header: str, name: str) -> None:
+    assert host_name(header) == name
+
+
+def test_static_files_stay_inside_their_folder(client: TestClient) -> None:
+    for url in ("/static/../api.py", "/static/%2e%2e/api.py", "/static/", "/static/nope.js"):
+        assert client.get(url).status_code == 404, url
 
 
 def test_hostile_text_is_json_data_with_controls_escaped(client: TestClient) -> None:
@@ -300,3 +330,30 @@ def test_serve_without_a_repository_says_so(tmp_path: Path) -> None:
     )
     assert result.returncode != 0
     assert "not a statevcs repository" in result.stderr
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    message=st.text(min_size=1, max_size=80),
+    content=st.text(max_size=80),
+    key=st.text(min_size=1, max_size=20),
+)
+def test_any_stored_text_answers_as_json_that_decodes_to_it(
+    tmp_path_factory: pytest.TempPathFactory, message: str, content: str, key: str
+) -> None:
+    path = tmp_path_factory.mktemp("any-text")
+    with statevcs.Repo.init(path, serializer=MsgpackSerializer()) as repo:
+        try:
+            repo.commit(
+                {"messages": [{"role": "user", "content": content}], key: content},
+                message,
+                metadata={key: message},
+            )
+        except statevcs.StateVCSError:
+            return  # refused at commit time (e.g. lone surrogates): nothing to show
+        data = HistoryBrowser(repo).commit("HEAD")
+    body = bytes(json_response(data).body).decode("utf-8")
+    assert not any(c in body for c in "\x7f\x85\u2028\u202e\u2066\ufeff\U000e0041")
+    assert json.loads(body) == data
+    assert data["messages"][0]["message"]["content"] == content
+    assert data["commit"]["message"] == message

@@ -17,7 +17,6 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
@@ -178,6 +177,39 @@ class _SecurityHeaders:
         await self.app(scope, receive, sending)
 
 
+def host_name(header: str) -> str:
+    """The host name of a ``Host`` header, without port or IPv6 brackets, in lower case."""
+    text = header.strip().lower()
+    if text.startswith("["):
+        return text[1 : text.find("]")] if "]" in text else ""
+    return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
+
+
+class _LocalHostsOnly:
+    """ASGI middleware answering 400 to a request whose ``Host`` is not one of ``hosts``.
+
+    A page of another site cannot read this server's answers even if it points its own name
+    at 127.0.0.1 (DNS rebinding): its requests name that site's host.
+    """
+
+    def __init__(self, app: ASGIApp, hosts: Sequence[str]) -> None:
+        self.app = app
+        self.hosts = {host_name(h) for h in hosts}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers", []))
+            host = host_name(headers.get(b"host", b"").decode("latin-1"))
+            if host not in self.hosts:
+                names = ", ".join(sorted(self.hosts))
+                response = error_response(
+                    400, f"this server answers only to the host names {names}", "WrongHost"
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def _static_text(name: str) -> bytes:
     return resources.files(__package__).joinpath("static", name).read_bytes()
 
@@ -328,7 +360,7 @@ def build_app(
         routes=routes,
         middleware=[
             Middleware(_SecurityHeaders),
-            Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts)),
+            Middleware(_LocalHostsOnly, hosts=list(hosts)),
         ],
         exception_handlers={404: not_found},
     )
@@ -342,5 +374,6 @@ __all__ = [
     "TOKEN_HEADER",
     "build_app",
     "error_response",
+    "host_name",
     "json_response",
 ]

@@ -52,7 +52,7 @@ def serve(
 
     stream = out if out is not None else sys.stderr
     token = secrets.token_urlsafe(24) if allow_write else None
-    hosts = list(dict.fromkeys([*LOCAL_HOSTS, "[::1]", host]))
+    hosts = list(dict.fromkeys([*LOCAL_HOSTS, host]))
     app = build_app(HistoryBrowser(repo, writable=allow_write), token=token, hosts=hosts)
     sock = bind(host, port)
     url = address(sock) + "/"
