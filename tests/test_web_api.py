@@ -119,6 +119,52 @@ def test_diff_search_and_compare_answer(client: TestClient) -> None:
     assert compared["turns"][2]["status"] == "diverged"
 
 
+def test_an_empty_repository_answers_empty_pages_and_clear_errors(tmp_path: Path) -> None:
+    with statevcs.Repo.init(tmp_path / "empty") as repo:
+        client = TestClient(build_app(HistoryBrowser(repo)), base_url=BASE)
+        graph = _ok(client, "/api/graph")
+        assert (graph["commit_count"], graph["rows"], graph["next_offset"]) == (0, [], None)
+        assert _ok(client, "/api/refs")["head"] is None
+        assert "has no commits yet" in _error(client, "/api/commit", 404)["message"]
+        assert _ok(client, "/api/search?q=x")["messages"] == []
+
+
+def test_the_graph_draws_forks_and_merges_as_log_graph_does(tmp_path: Path) -> None:
+    path = tmp_path / "merged"
+    with statevcs.Repo.init(path) as repo:
+        for n in range(3):
+            repo.commit({"messages": [], "n": n}, f"main {n}")
+        repo.branch("topic", "main~1")
+        repo.branch("other", "main~2")
+        for n in range(2):
+            repo.commit({"messages": [], "n": 1, "t": n}, f"topic {n}", branch="topic")
+            repo.commit({"messages": [], "n": 0, "o": n}, f"other {n}", branch="other")
+        repo.merge("main", "topic", message="merge topic")
+        repo.commit({"messages": [], "n": 9}, "after the merge")
+        client = TestClient(build_app(HistoryBrowser(repo)), base_url=BASE)
+        rows = [
+            r
+            for offset in (0, 3, 6)
+            for r in _ok(client, f"/api/graph?offset={offset}&limit=3")["rows"]
+        ]
+    printed = subprocess.run(
+        [sys.executable, "-m", "statevcs", "-C", str(path), "log", "--graph", "--oneline"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.splitlines()
+    assert len(printed) == len(rows)
+    for line, row in zip(printed, rows, strict=True):
+        drawn = "".join(char for char, _ in row["graph"])
+        if row["commit"] is None:
+            assert line == drawn
+        else:
+            assert line.startswith(drawn + row["commit"]["short_id"]), (line, drawn)
+    assert any(len(r["commit"]["parents"]) == 2 for r in rows if r["commit"])
+    assert {"\\", "/"} <= {char for r in rows for char, _ in r["graph"]}
+
+
 def test_refs_version_changes_when_a_ref_moves(tmp_path: Path) -> None:
     with statevcs.Repo.init(tmp_path / "r") as repo:
         repo.commit({"messages": []}, "one")

@@ -360,3 +360,29 @@ def test_writes_need_the_printed_token(browser: BrowserContext, tmp_path: Path) 
         watched.assert_inert()
     finally:
         running.stop()
+
+
+def test_the_quickstart_repository_opens_as_a_new_user_would(
+    browser: BrowserContext, tmp_path: Path
+) -> None:
+    root = Path(__file__).resolve().parents[1]
+    printed = subprocess.run(
+        [sys.executable, str(root / "examples" / "quickstart.py"), str(tmp_path / "history")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    command = printed.splitlines()[-1].split()
+    assert command[:2] == ["statevcs", "serve"] and command[-1] == "--open"
+    running = Server(Path(command[2]))
+    try:
+        watched = Watched(browser.new_page(), running.url)
+        page = watched.open()
+        expect(page.locator(".summary")).to_contain_text("commits")
+        assert page.locator("#graph tr.commit-row").count() > 40
+        page.locator("#graph tr.commit-row a.commit-link").first.click()
+        expect(page.locator("#conversation article.msg").first).to_contain_text("Plan three days")
+        watched.assert_inert()
+    finally:
+        running.stop()
