@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -163,6 +164,21 @@ def test_the_graph_draws_forks_and_merges_as_log_graph_does(tmp_path: Path) -> N
             assert line.startswith(drawn + row["commit"]["short_id"]), (line, drawn)
     assert any(len(r["commit"]["parents"]) == 2 for r in rows if r["commit"])
     assert {"\\", "/"} <= {char for r in rows for char, _ in r["graph"]}
+
+
+def test_a_damaged_repository_answers_a_json_error_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "damaged"
+    with statevcs.Repo.init(path) as repo:
+        repo.commit({"messages": [{"role": "user", "content": "hi"}]}, "one")
+        snapshot = repo.get_commit("main").snapshot_id
+    with sqlite3.connect(path / "statevcs.sqlite3") as db:
+        db.execute("DELETE FROM objects WHERE id = ?", (bytes.fromhex(snapshot),))
+    with statevcs.Repo.open(path) as repo:
+        client = TestClient(build_app(HistoryBrowser(repo)), base_url=BASE)
+        error = _error(client, "/api/commit?rev=main", 500)
+        assert error["type"] == "MissingObject"
+        assert snapshot[:12] in error["message"]
+        assert _ok(client, "/api/graph")["commit_count"] == 1  # the graph needs no snapshot
 
 
 def test_refs_version_changes_when_a_ref_moves(tmp_path: Path) -> None:

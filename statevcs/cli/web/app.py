@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
 from typing import Any
@@ -38,6 +39,8 @@ from ...mcpserver.queries import ToolArgumentError
 from ...search import InvalidPattern
 from ..safety import UNSAFE_IN_JSON, json_escape
 from .api import DEFAULT_PAGE, HistoryBrowser, ReadOnly
+
+_log = logging.getLogger("statevcs.serve")
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -148,8 +151,18 @@ def _api(work: Callable[[Request], Any]) -> Endpoint:
             return json_response(await run_in_threadpool(work, request))
         except StateVCSError as exc:
             return error_response(_status(exc), str(exc), type(exc).__name__)
+        except Exception:
+            return _internal_error()
 
     return endpoint
+
+
+def _internal_error() -> Response:
+    """A bug's answer: the traceback goes to the server's log, not to the page."""
+    _log.exception("statevcs serve: a request failed")
+    return error_response(
+        500, "the server failed to answer; its log (stderr) has the details", "InternalError"
+    )
 
 
 class _SecurityHeaders:
@@ -282,6 +295,8 @@ def build_app(
                 return error_response(exc.status, str(exc), "Refused")
             except StateVCSError as exc:
                 return error_response(_status(exc), str(exc), type(exc).__name__)
+            except Exception:
+                return _internal_error()
 
         return endpoint
 
