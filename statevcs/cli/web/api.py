@@ -36,28 +36,53 @@ class _Layout:
     rows: list[tuple[list[list[Any]], str | None]]
     commit_rows: list[int]
     commits: dict[str, Commit]
+    labels: dict[str, list[dict[str, str]]]
 
 
-def _labels(repo: Repo) -> dict[str, list[dict[str, str]]]:
-    """Every ref's label by the commit it names: ``HEAD -> main``, branches, tags, others."""
-    found: dict[str, list[dict[str, str]]] = {}
-    head_branch = repo.head_branch
-    if head_branch is None:
-        with contextlib.suppress(StateVCSError):  # a detached HEAD may name nothing
-            found.setdefault(repo.resolve("HEAD"), []).append({"kind": "head", "name": "HEAD"})
-    for name, commit_id in sorted(repo.refs.as_hex("refs/").items()):
-        if name.startswith("refs/heads/"):
-            short = name.removeprefix("refs/heads/")
-            label = {"kind": "head" if short == head_branch else "branch", "name": short}
-            if short == head_branch:
-                found.setdefault(commit_id, []).insert(0, label)
-                continue
-        elif name.startswith("refs/tags/"):
-            label = {"kind": "tag", "name": name.removeprefix("refs/tags/")}
-        else:
-            label = {"kind": "ref", "name": name}
-        found.setdefault(commit_id, []).append(label)
-    return found
+@dataclass(frozen=True, slots=True)
+class _Refs:
+    """One read of the refs and ``HEAD``, and the ``version`` naming that state."""
+
+    refs: dict[str, str]
+    head_branch: str | None
+    head: str | None
+    version: str
+
+    @classmethod
+    def read(cls, repo: Repo) -> _Refs:
+        refs = repo.refs.as_hex("refs/")
+        head_branch = repo.head_branch
+        head: str | None = None
+        with contextlib.suppress(StateVCSError):  # an unborn or detached HEAD may name nothing
+            head = repo.resolve("HEAD")
+        digest = hashlib.blake2b(digest_size=12)
+        for name in sorted(refs):
+            digest.update(f"{name}\0{refs[name]}\n".encode("utf-8", "surrogatepass"))
+        digest.update(f"HEAD\0{head_branch}\0{head}".encode("utf-8", "surrogatepass"))
+        return cls(refs, head_branch, head, digest.hexdigest())
+
+    def named(self, prefix: str) -> dict[str, str]:
+        """The refs under ``prefix`` by their short names."""
+        return {n.removeprefix(prefix): c for n, c in self.refs.items() if n.startswith(prefix)}
+
+    def labels(self) -> dict[str, list[dict[str, str]]]:
+        """Every ref's label by the commit it names: ``HEAD -> main``, branches, tags, others."""
+        found: dict[str, list[dict[str, str]]] = {}
+        if self.head_branch is None and self.head is not None:
+            found.setdefault(self.head, []).append({"kind": "head", "name": "HEAD"})
+        for name, commit_id in sorted(self.refs.items()):
+            if name.startswith("refs/heads/"):
+                short = name.removeprefix("refs/heads/")
+                if short == self.head_branch:
+                    found.setdefault(commit_id, []).insert(0, {"kind": "head", "name": short})
+                    continue
+                label = {"kind": "branch", "name": short}
+            elif name.startswith("refs/tags/"):
+                label = {"kind": "tag", "name": name.removeprefix("refs/tags/")}
+            else:
+                label = {"kind": "ref", "name": name}
+            found.setdefault(commit_id, []).append(label)
+        return found
 
 
 def _count(value: object, argument: str, low: int, high: int) -> int:
@@ -97,19 +122,6 @@ class HistoryBrowser:
         """What the front end needs first: the repository, the version, whether writes work."""
         return {"repository": self.repo.url, "statevcs": __version__, "writable": self.writable}
 
-    def _version(self) -> tuple[str, dict[str, str], str | None, str | None]:
-        refs = self.repo.refs.as_hex("refs/")
-        head_branch = self.repo.head_branch
-        try:
-            head: str | None = self.repo.resolve("HEAD")
-        except StateVCSError:
-            head = None
-        digest = hashlib.blake2b(digest_size=12)
-        for name in sorted(refs):
-            digest.update(f"{name}\0{refs[name]}\n".encode("utf-8", "surrogatepass"))
-        digest.update(f"HEAD\0{head_branch}\0{head}".encode("utf-8", "surrogatepass"))
-        return digest.hexdigest(), refs, head_branch, head
-
     def refs(self) -> dict[str, Any]:
         """Branches, tags, other refs, ``HEAD``, and a ``version`` that changes when any moves.
 
@@ -117,24 +129,27 @@ class HistoryBrowser:
         """
 
         def answer() -> dict[str, Any]:
-            version, refs, head_branch, head = self._version()
+            read = _Refs.read(self.repo)
             return {
-                "version": version,
-                "head": head,
-                "head_branch": head_branch,
-                "branches": self.repo.branches(),
-                "tags": self.repo.tags(),
+                "version": read.version,
+                "head": read.head,
+                "head_branch": read.head_branch,
+                "branches": read.named("refs/heads/"),
+                "tags": read.named("refs/tags/"),
                 "others": {
-                    n: c for n, c in refs.items() if not n.startswith(("refs/heads/", "refs/tags/"))
+                    n: c
+                    for n, c in read.refs.items()
+                    if not n.startswith(("refs/heads/", "refs/tags/"))
                 },
             }
 
         return self._run(answer)
 
     def _current_layout(self) -> _Layout:
-        version, refs, _, head = self._version()
-        if self._layout is not None and self._layout.version == version:
+        read = _Refs.read(self.repo)
+        if self._layout is not None and self._layout.version == read.version:
             return self._layout
+        refs, head = read.refs, read.head
         commits = {c.id: c for c in self.repo.log_all(all_parents=True)}
         starts = [refs[n] for n in sorted(refs, key=lambda n: (not n.startswith("refs/heads/"), n))]
         if head is not None:
@@ -154,7 +169,7 @@ class HistoryBrowser:
                 while cells and cells[-1][0] == " ":
                     cells = cells[:-1]
             rows.append(([[char, lane] for char, lane in cells], commit_id))
-        self._layout = _Layout(version, rows, commit_rows, commits)
+        self._layout = _Layout(read.version, rows, commit_rows, commits, read.labels())
         return self._layout
 
     def graph(self, offset: object = 0, limit: object = DEFAULT_PAGE) -> dict[str, Any]:
@@ -168,7 +183,7 @@ class HistoryBrowser:
 
         def answer() -> dict[str, Any]:
             layout = self._current_layout()
-            labels = _labels(self.repo)
+            labels = layout.labels
             total = len(layout.commit_rows)
             start = layout.commit_rows[first] if first < total else len(layout.rows)
             end = layout.commit_rows[first + count] if first + count < total else len(layout.rows)
@@ -197,7 +212,7 @@ class HistoryBrowser:
 
         def answer() -> dict[str, Any]:
             data = queries.show(self.repo, rev, first, count, state=True, extras=True)
-            data["commit"]["labels"] = _labels(self.repo).get(data["commit"]["id"], [])
+            data["commit"]["labels"] = _Refs.read(self.repo).labels().get(data["commit"]["id"], [])
             return data
 
         return self._run(answer)
