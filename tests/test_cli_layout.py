@@ -97,4 +97,5 @@ def test_the_group_runs_every_command_module() -> None:
         "export-git",
         "import-git",
         "mcp",
+        "serve",
     }

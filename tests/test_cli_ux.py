@@ -110,7 +110,18 @@ def fake_pager(tmp_path: Path, limit: int = 0) -> tuple[str, Path]:
 
 # --- start-up ---------------------------------------------------------------------------------
 
-HEAVY = ("rich", "dulwich", "obstore", "pydantic", "langgraph", "boto3", "strands", "mcp")
+HEAVY = (
+    "rich",
+    "dulwich",
+    "obstore",
+    "pydantic",
+    "langgraph",
+    "boto3",
+    "strands",
+    "mcp",
+    "starlette",
+    "uvicorn",
+)
 
 
 LOADED = """\
@@ -160,7 +171,11 @@ def test_import_and_version_load_nothing_heavy(small: Path, tmp_path: Path) -> N
 def test_log_loads_only_what_it_needs(small: Path, tmp_path: Path) -> None:
     found = loaded(["log", "-n", "10"], small, tmp_path)
     assert "statevcs.cli.commands.history" in found
-    unwanted = {m for m in found if m.split(".")[0] in ("dulwich", "obstore", "langgraph", "mcp")}
+    unwanted = {
+        m
+        for m in found
+        if m.split(".")[0] in ("dulwich", "obstore", "langgraph", "mcp", "starlette", "uvicorn")
+    }
     unwanted |= {m for m in found if m.startswith(("rich.table", "rich.progress"))}
     unwanted |= {m for m in found if m.startswith(("statevcs.mirror", "statevcs.stores.s3"))}
     unwanted |= {m for m in found if m.startswith("statevcs.cli.commands.") and "history" not in m}
