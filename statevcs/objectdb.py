@@ -170,7 +170,9 @@ class ObjectDB:
         if wanted and self._homes:
             homes = self._homes
             for object_id in [i for i in wanted if i in homes]:
-                result[object_id] = self._packed_doc(object_id)
+                data = self._packed_bytes(object_id)
+                if data is not None:
+                    result[object_id] = decode(object_id, data, check_hash=False)
             wanted = [i for i in wanted if i not in result]
         if wanted:
             found = self.store.get_many(wanted)
@@ -187,16 +189,32 @@ class ObjectDB:
 
     def _packed_doc(self, object_id: ObjectId) -> Doc:
         """The document of a message a known packed leaf holds (``MissingObject`` if none)."""
+        data = self._packed_bytes(object_id)
+        if data is None:
+            raise MissingObject(to_hex(object_id))
+        doc = decode(object_id, data, check_hash=False)
+        assert isinstance(doc, Doc)
+        return doc
+
+    def _packed_bytes(self, object_id: ObjectId) -> bytes | None:
+        """The ``doc`` bytes of a message from the packed leaf known to hold it, else ``None``.
+
+        Homes are only a hint: a leaf another process collected since (the message may still
+        be an object of its own) drops the hint instead of failing the read.
+        """
         leaf_id = self._homes.get(object_id)
-        if leaf_id is not None:
+        if leaf_id is None:
+            return None
+        try:
             leaf = self.load(leaf_id)
-            if type(leaf) is ListNode and leaf.values is not None and object_id in leaf.ids:
-                value = leaf.values[leaf.ids.index(object_id)]
-                if value is not None:
-                    doc = decode(object_id, DOC_PREFIX + value, check_hash=False)
-                    assert isinstance(doc, Doc)
-                    return doc
-        raise MissingObject(to_hex(object_id))
+        except MissingObject:
+            leaf = None
+        if type(leaf) is ListNode and leaf.values is not None and object_id in leaf.ids:
+            value = leaf.values[leaf.ids.index(object_id)]
+            if value is not None:
+                return DOC_PREFIX + value
+        del self._homes[object_id]
+        return None
 
     def read_ahead(self, starts: Sequence[ObjectId], limit: int) -> dict[ObjectId, StoredObject]:
         """Return ``starts`` and up to ``limit`` objects the store offers below them (history).
@@ -284,7 +302,18 @@ class ObjectDB:
         leaf_ids = {homes[i] for i in wanted if i in homes}
         if not leaf_ids:
             return wanted
-        for leaf in self.load_many(leaf_ids).values():
+        try:
+            leaves = self.load_many(leaf_ids)
+        except MissingObject:  # collected by another process: read each that is left
+            leaves = {}
+            for leaf_id in leaf_ids:
+                try:
+                    leaves[leaf_id] = self.load(leaf_id)
+                except MissingObject:
+                    for item_id in wanted:
+                        if homes.get(item_id) == leaf_id:
+                            del homes[item_id]
+        for leaf in leaves.values():
             if isinstance(leaf, ListNode):
                 self._cache_leaf(leaf)
         return [i for i in wanted if i not in self._bytes]
@@ -311,11 +340,12 @@ class ObjectDB:
             else:
                 result[object_id] = data
         if wanted and self._homes:
-            wanted = self._from_leaves(wanted)
-            for object_id in list(wanted):
+            remaining = self._from_leaves(wanted)
+            for object_id in wanted:
                 data = self._bytes.get(object_id)
                 if data is not None:
                     result[object_id] = data
+            wanted = remaining
         if wanted:
             found = self.store.get_many(wanted)
             for object_id in wanted:
@@ -323,7 +353,12 @@ class ObjectDB:
                     continue
                 data = found.get(object_id)
                 if data is None:
-                    raise MissingObject(to_hex(object_id))
+                    # A packed message whose bytes the (bounded) cache let go already.
+                    data = self._packed_bytes(object_id)
+                    if data is None:
+                        raise MissingObject(to_hex(object_id))
+                    result[object_id] = data
+                    continue
                 data = unpack_stored(self.store, object_id, data)
                 obj = decode(object_id, data)
                 self._remember(object_id, obj, data)
