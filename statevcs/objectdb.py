@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 from .compression import (
@@ -152,6 +153,8 @@ class ObjectDB:
         cached = self._nodes.get(object_id)
         if cached is not None:
             self._nodes.move_to_end(object_id)
+            if type(cached) is ListNode and cached.values is not None:
+                self._rehome(object_id, cached)
             return cached
         return self.load_many([object_id])[object_id]
 
@@ -163,6 +166,8 @@ class ObjectDB:
             cached = self._nodes.get(object_id)
             if cached is not None:
                 result[object_id] = cached
+                if type(cached) is ListNode and cached.values is not None:
+                    self._rehome(object_id, cached)
             elif object_id in self._bytes:
                 result[object_id] = decode(object_id, self._bytes[object_id], check_hash=False)
             else:
@@ -411,10 +416,19 @@ class ObjectDB:
             _, old = self._bytes.popitem(last=False)
             self._bytes_size -= len(old)
 
+    def _rehome(self, leaf_id: ObjectId, leaf: ListNode) -> None:
+        """Name a cached packed leaf as its messages' home again if the map forgot it."""
+        ids = leaf.ids
+        if ids and self._homes.get(ids[-1]) != leaf_id:
+            self._home(leaf_id, leaf)
+
     def _home(self, leaf_id: ObjectId, leaf: ListNode) -> None:
         homes = self._homes
         if len(homes) > _KNOWN_LIMIT:
-            homes.clear()
+            # Forget the oldest half only: the leaves being read now (maybe in this very
+            # batch) must keep naming their messages.
+            for key in list(islice(homes, len(homes) // 2)):
+                del homes[key]
         values = leaf.values
         if values is not None and None in values:  # large messages stay objects of their own
             homes.update({i: leaf_id for i, v in zip(leaf.ids, values) if v is not None})

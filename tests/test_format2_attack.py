@@ -291,3 +291,19 @@ def _leaf_member(repo: Repo, commit_id: str, message: Any) -> bool:
     """Whether ``message`` sits in a closed leaf of the commit and would sit in a tail alone."""
     object_id = hash_bytes(encode_doc(message))
     return bool(object_id[-1] & prolly._MASK) and object_id in repo.objects._homes
+
+
+def test_message_ids_read_after_the_homes_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The LangGraph store's path (``prolly.items`` then ``iter_docs``) once the handle's map
+    of packed messages overflowed and was cleared while its leaves stayed cached."""
+    monkeypatch.setattr(objectdb, "_KNOWN_LIMIT", 250)
+    messages = [_say(f"m{i}") for i in range(100)]
+    with Repo.init("memory://") as repo:
+        commit = repo.commit({"messages": messages}, message="all")
+        for other in range(3):  # more packed messages than the limit; the leaves stay cached
+            repo.commit({"messages": [_say(f"{other}-{i}") for i in range(100)]}, message="o")
+        snapshot = repo.objects.load_snapshot(bytes.fromhex(commit.snapshot_id))
+        for _ in range(2):
+            ids = [*prolly.items(repo.objects, snapshot.messages), *snapshot.tail]
+            assert list(repo.objects.iter_docs(ids)) == messages
+            assert repo.objects.load_docs(ids[:5]) == messages[:5]
