@@ -423,6 +423,11 @@ class ObjectDB:
             self._home(leaf_id, leaf)
 
     def _home(self, leaf_id: ObjectId, leaf: ListNode) -> None:
+        if self._format == 1:
+            # Only an upgrade puts packed leaves in a repository (another process's, or one
+            # killed before it set core.format): writing format 1 onto them would name
+            # messages that only a packed leaf holds, so this handle writes format 2 now.
+            self._format = CURRENT_FORMAT
         homes = self._homes
         if len(homes) > _KNOWN_LIMIT:
             # Forget the oldest half only: the leaves being read now (maybe in this very

@@ -62,6 +62,7 @@ _op = st.one_of(
     st.tuples(st.just("fork"), st.integers(0, 50)),
     st.tuples(st.just("reset"), st.integers(0, 50)),
     st.tuples(st.just("fresh"), st.none()),
+    st.tuples(st.just("merge"), st.integers(0, 500), st.lists(_messages, max_size=12)),
 )
 
 
@@ -88,10 +89,10 @@ def _edit(messages: list[Any], op: tuple[Any, ...]) -> None:
         del messages[:]
 
 
-def _fresh_snapshot_id(messages: list[Any], storage_format: int) -> str:
+def _fresh_snapshot_id(messages: list[Any], storage_format: int, k: int = 1) -> str:
     """The snapshot id a new repository gives ``messages`` committed in one go."""
     with Repo.init("memory://", storage_format=storage_format) as other:
-        return other.commit({"messages": list(messages), "k": 1}, message="m").snapshot_id
+        return other.commit({"messages": list(messages), "k": k}, message="m").snapshot_id
 
 
 def _reopen(repo: Repo, folder: Path | None) -> Repo:
@@ -132,6 +133,26 @@ def run_sequence(
             repo.reset(branch, commit_id)
             obj = _blank(tracked)
             repo.checkout(obj, branch)
+        elif op[0] == "merge" and committed:
+            # A side branch edits the conversation (cut at a point, new messages); this side
+            # changes only state; the merge commit takes the side's messages.
+            side_name = f"side{step}"
+            repo.branch(side_name, committed[-1][0])
+            side = _blank(tracked)
+            repo.checkout(side, side_name)
+            cut = op[1] % (len(side["messages"]) + 1)
+            del side["messages"][cut:]
+            side["messages"].extend(op[2])
+            repo.commit(side, message="side", branch=side_name)
+            obj["k"] = obj["k"] + 1
+            repo.commit(obj, message="ours", branch=branch)
+            merged = repo.merge(branch, side_name, fast_forward=False)
+            assert repo.show(merged.id).messages == list(side["messages"])
+            assert merged.snapshot_id == _fresh_snapshot_id(
+                list(side["messages"]), storage_format, obj["k"]
+            )
+            obj = _blank(tracked)
+            repo.checkout(obj, branch)
         elif op[0] == "fresh":
             repo = _reopen(repo, folder)
             obj = _blank(tracked)
@@ -143,7 +164,7 @@ def run_sequence(
         expected = list(obj["messages"])
         committed.append((commit.id, expected))
         assert repo.show(commit.id).messages == expected
-        assert commit.snapshot_id == _fresh_snapshot_id(expected, storage_format)
+        assert commit.snapshot_id == _fresh_snapshot_id(expected, storage_format, obj["k"])
     # Each commit in a handle of its own, newest first: no cache from reading another commit
     # (a packed leaf read earlier) may hide a message the store does not hold.
     for commit_id, expected in reversed(committed):
@@ -203,9 +224,11 @@ def test_upgrade_keeps_every_commit(
             # Commits only reflogs reach are not rewritten: they keep their format-1 ids.
             new = mapped.get(bytes.fromhex(commit_id))
             new_id = new.hex() if new is not None else commit_id
-            assert repo.show(new_id).messages == expected
+            shown = repo.show(new_id)
+            assert shown.messages == expected
             if new is not None:
-                assert repo.get_commit(new_id).snapshot_id == _fresh_snapshot_id(expected, 2)
+                fresh_id = _fresh_snapshot_id(expected, 2, shown.state["k"])
+                assert repo.get_commit(new_id).snapshot_id == fresh_id
         # Commits on top of an upgraded branch read back too, and stay history independent.
         for branch in repo.branches():
             obj: dict[str, Any] = {}
@@ -213,7 +236,7 @@ def test_upgrade_keeps_every_commit(
             obj["messages"].append({"role": "user", "content": "after"})
             commit = repo.commit(obj, message="after upgrade")
             assert repo.show(commit.id).messages == obj["messages"]
-            assert commit.snapshot_id == _fresh_snapshot_id(obj["messages"], 2)
+            assert commit.snapshot_id == _fresh_snapshot_id(obj["messages"], 2, obj["k"])
         assert repo.fsck().ok
     with Repo.open(folder) as fresh:
         for commit_id, expected in committed:
@@ -307,3 +330,57 @@ def test_message_ids_read_after_the_homes_limit(monkeypatch: pytest.MonkeyPatch)
             ids = [*prolly.items(repo.objects, snapshot.messages), *snapshot.tail]
             assert list(repo.objects.iter_docs(ids)) == messages
             assert repo.objects.load_docs(ids[:5]) == messages[:5]
+
+
+@pytest.mark.parametrize("tracked", [False, True], ids=["plain", "tracked"])
+def test_a_handle_opened_before_the_upgrade_keeps_writing_readable_commits(
+    tmp_path: Path, tracked: bool
+) -> None:
+    """A handle that still writes format 1 splices onto trees another process upgraded and
+    grew in format 2 (messages that only packed leaves hold): nothing it writes may name a
+    message that is not stored."""
+    folder = tmp_path / "repo"
+    first = [_say(f"m{i}") for i in range(100)]
+    with Repo.init(folder, storage_format=1) as repo:
+        repo.commit({"messages": first}, message="format 1")
+    stale = Repo.open(folder)
+    assert stale.storage_format == 1
+    with Repo.open(folder) as upgrader:
+        upgrader.upgrade()
+    grown = [*first, *(_say(f"n{i}") for i in range(100))]
+    with Repo.open(folder) as writer:
+        writer.commit({"messages": grown}, message="format 2")
+    with stale:
+        obj: dict[str, Any] = {"messages": tracked_messages() if tracked else []}
+        stale.checkout(obj, "main")
+        del obj["messages"][150:]
+        obj["messages"].append(_say("new"))
+        commit = stale.commit(obj, message="from the stale handle")
+        assert stale.fsck().ok
+    with Repo.open(folder) as fresh:
+        assert fresh.show(commit.id).messages == [*grown[:150], _say("new")]
+        assert fresh.fsck().ok
+
+
+def test_an_upgrade_killed_before_it_set_the_format_leaves_writers_safe(tmp_path: Path) -> None:
+    """Refs moved to packed trees, ``core.format`` still 1 (killed between steps 3 and 4):
+    a fresh handle reads format 1 from the config, and must not write format 1 onto them."""
+    folder = tmp_path / "repo"
+    first = [_say(f"m{i}") for i in range(100)]
+    with Repo.init(folder, storage_format=1) as repo:
+        repo.commit({"messages": first}, message="format 1")
+    with Repo.open(folder) as upgrader:
+        upgrader.upgrade()
+        grown = [*first, *(_say(f"n{i}") for i in range(100))]
+        upgrader.commit({"messages": grown}, message="format 2")
+        upgrader.store.config_set(objectdb.FORMAT_KEY, "1")  # as if killed before step 4
+    with Repo.open(folder) as writer:
+        assert writer.storage_format == 1
+        obj: dict[str, Any] = {"messages": tracked_messages()}
+        writer.checkout(obj, "main")
+        del obj["messages"][150:]
+        obj["messages"].append(_say("new"))
+        commit = writer.commit(obj, message="after the interrupted upgrade")
+    with Repo.open(folder) as fresh:
+        assert fresh.show(commit.id).messages == [*grown[:150], _say("new")]
+        assert fresh.fsck().ok
