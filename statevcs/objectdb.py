@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 from .compression import (
@@ -152,6 +153,8 @@ class ObjectDB:
         cached = self._nodes.get(object_id)
         if cached is not None:
             self._nodes.move_to_end(object_id)
+            if type(cached) is ListNode and cached.values is not None:
+                self._rehome(object_id, cached)
             return cached
         return self.load_many([object_id])[object_id]
 
@@ -163,6 +166,8 @@ class ObjectDB:
             cached = self._nodes.get(object_id)
             if cached is not None:
                 result[object_id] = cached
+                if type(cached) is ListNode and cached.values is not None:
+                    self._rehome(object_id, cached)
             elif object_id in self._bytes:
                 result[object_id] = decode(object_id, self._bytes[object_id], check_hash=False)
             else:
@@ -170,7 +175,9 @@ class ObjectDB:
         if wanted and self._homes:
             homes = self._homes
             for object_id in [i for i in wanted if i in homes]:
-                result[object_id] = self._packed_doc(object_id)
+                data = self._packed_bytes(object_id)
+                if data is not None:
+                    result[object_id] = decode(object_id, data, check_hash=False)
             wanted = [i for i in wanted if i not in result]
         if wanted:
             found = self.store.get_many(wanted)
@@ -187,16 +194,32 @@ class ObjectDB:
 
     def _packed_doc(self, object_id: ObjectId) -> Doc:
         """The document of a message a known packed leaf holds (``MissingObject`` if none)."""
+        data = self._packed_bytes(object_id)
+        if data is None:
+            raise MissingObject(to_hex(object_id))
+        doc = decode(object_id, data, check_hash=False)
+        assert isinstance(doc, Doc)
+        return doc
+
+    def _packed_bytes(self, object_id: ObjectId) -> bytes | None:
+        """The ``doc`` bytes of a message from the packed leaf known to hold it, else ``None``.
+
+        Homes are only a hint: a leaf another process collected since (the message may still
+        be an object of its own) drops the hint instead of failing the read.
+        """
         leaf_id = self._homes.get(object_id)
-        if leaf_id is not None:
+        if leaf_id is None:
+            return None
+        try:
             leaf = self.load(leaf_id)
-            if type(leaf) is ListNode and leaf.values is not None and object_id in leaf.ids:
-                value = leaf.values[leaf.ids.index(object_id)]
-                if value is not None:
-                    doc = decode(object_id, DOC_PREFIX + value, check_hash=False)
-                    assert isinstance(doc, Doc)
-                    return doc
-        raise MissingObject(to_hex(object_id))
+        except MissingObject:
+            leaf = None
+        if type(leaf) is ListNode and leaf.values is not None and object_id in leaf.ids:
+            value = leaf.values[leaf.ids.index(object_id)]
+            if value is not None:
+                return DOC_PREFIX + value
+        del self._homes[object_id]
+        return None
 
     def read_ahead(self, starts: Sequence[ObjectId], limit: int) -> dict[ObjectId, StoredObject]:
         """Return ``starts`` and up to ``limit`` objects the store offers below them (history).
@@ -284,7 +307,18 @@ class ObjectDB:
         leaf_ids = {homes[i] for i in wanted if i in homes}
         if not leaf_ids:
             return wanted
-        for leaf in self.load_many(leaf_ids).values():
+        try:
+            leaves = self.load_many(leaf_ids)
+        except MissingObject:  # collected by another process: read each that is left
+            leaves = {}
+            for leaf_id in leaf_ids:
+                try:
+                    leaves[leaf_id] = self.load(leaf_id)
+                except MissingObject:
+                    for item_id in wanted:
+                        if homes.get(item_id) == leaf_id:
+                            del homes[item_id]
+        for leaf in leaves.values():
             if isinstance(leaf, ListNode):
                 self._cache_leaf(leaf)
         return [i for i in wanted if i not in self._bytes]
@@ -311,11 +345,12 @@ class ObjectDB:
             else:
                 result[object_id] = data
         if wanted and self._homes:
-            wanted = self._from_leaves(wanted)
-            for object_id in list(wanted):
+            remaining = self._from_leaves(wanted)
+            for object_id in wanted:
                 data = self._bytes.get(object_id)
                 if data is not None:
                     result[object_id] = data
+            wanted = remaining
         if wanted:
             found = self.store.get_many(wanted)
             for object_id in wanted:
@@ -323,7 +358,12 @@ class ObjectDB:
                     continue
                 data = found.get(object_id)
                 if data is None:
-                    raise MissingObject(to_hex(object_id))
+                    # A packed message whose bytes the (bounded) cache let go already.
+                    data = self._packed_bytes(object_id)
+                    if data is None:
+                        raise MissingObject(to_hex(object_id))
+                    result[object_id] = data
+                    continue
                 data = unpack_stored(self.store, object_id, data)
                 obj = decode(object_id, data)
                 self._remember(object_id, obj, data)
@@ -376,10 +416,24 @@ class ObjectDB:
             _, old = self._bytes.popitem(last=False)
             self._bytes_size -= len(old)
 
+    def _rehome(self, leaf_id: ObjectId, leaf: ListNode) -> None:
+        """Name a cached packed leaf as its messages' home again if the map forgot it."""
+        ids = leaf.ids
+        if ids and self._homes.get(ids[-1]) != leaf_id:
+            self._home(leaf_id, leaf)
+
     def _home(self, leaf_id: ObjectId, leaf: ListNode) -> None:
+        if self._format == 1:
+            # Only an upgrade puts packed leaves in a repository (another process's, or one
+            # killed before it set core.format): writing format 1 onto them would name
+            # messages that only a packed leaf holds, so this handle writes format 2 now.
+            self._format = CURRENT_FORMAT
         homes = self._homes
         if len(homes) > _KNOWN_LIMIT:
-            homes.clear()
+            # Forget the oldest half only: the leaves being read now (maybe in this very
+            # batch) must keep naming their messages.
+            for key in list(islice(homes, len(homes) // 2)):
+                del homes[key]
         values = leaf.values
         if values is not None and None in values:  # large messages stay objects of their own
             homes.update({i: leaf_id for i, v in zip(leaf.ids, values) if v is not None})

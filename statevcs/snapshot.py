@@ -215,6 +215,22 @@ def _drop_packed_docs(
                 del out[item_id]
 
 
+def _keep_tail_docs(db: ObjectDB, out: dict[ObjectId, bytes], tail: Sequence[ObjectId]) -> None:
+    """Store again as ``doc`` objects the tail's messages that only a packed leaf held.
+
+    A message leaves a closed leaf for the open tail when the list is cut or changed before it
+    (the leaf no longer closes where it did). The snapshot names tail messages by id only, so
+    each must be an object of its own; one that never was (it went straight into a leaf) is
+    written now, from the leaf or the cache.
+    """
+    known = db.known
+    missing = [i for i in dict.fromkeys(tail) if i not in out and i not in known]
+    if missing:
+        for object_id, data in db.canonical_many(missing).items():
+            if data[:5] == DOC_PREFIX:
+                out[object_id] = data
+
+
 def _doc_id(value: Any, path: str, db: ObjectDB, out: dict[ObjectId, bytes]) -> ObjectId:
     try:
         data = _encode_document(value, path)
@@ -376,6 +392,7 @@ def write_snapshot(
         stored = store_messages(db, new_ids, out, previous)
     if db.format >= 2:
         _drop_packed_docs(out, new_ids, stored.tail)
+        _keep_tail_docs(db, out, stored.tail)
     state_values: dict[str, MapValue] = {}
     for key, value in snapshot.state.items():
         if key in exclude_state:
