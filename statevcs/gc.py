@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
+from .commitgraph import AUTO_WRITE_AFTER, chain_objects, check_graph, write_graph
 from .errors import CorruptObject, MissingObject, RefsChanged, StateVCSError, StoreError
 from .hashing import ObjectId, to_hex
 from .objectdb import ObjectDB
@@ -165,7 +166,11 @@ def collect_garbage(
     on_batch = None if progress is None else (lambda done: progress("marking", done, total))
     refs_state = store.refs_state()
     roots = reachability_roots(store)
+    # The commit graph's segments are kept (they keep no commit: a graph that names swept
+    # commits is rewritten below, and is only ever a faster way to the same answers).
+    graph_roots = chain_objects(store)
     reachable = mark_reachable(store, roots, on_batch=on_batch)
+    reachable |= mark_reachable(store, graph_roots - reachable, [])  # damage: fsck's to name
     old = {i for i, _ in store.iter_objects(older_than=cutoff)}
     unreachable = [i for i in all_objects if i not in reachable]
     doomed = [i for i in unreachable if i in old]
@@ -186,6 +191,8 @@ def collect_garbage(
             start += len(batch)
             if progress is not None:
                 progress("sweeping", min(start, len(doomed)), len(doomed))
+    if not dry_run:
+        _rewrite_graph(store, reachable, bool(graph_roots))
     reclaimed = 0
     if deleted:
         try:
@@ -202,6 +209,25 @@ def collect_garbage(
         kept_recent=len(unreachable) - len(doomed),
         dry_run=dry_run,
     )
+
+
+def _rewrite_graph(store: Store, reachable: set[ObjectId], had_graph: bool) -> None:
+    """Write the commit graph afresh over the commits that survived (when there was one, or
+    the history is long enough to want one); a failure only leaves walks slower."""
+    try:
+        write_graph(
+            store,
+            rebuild=True,
+            keep=reachable.__contains__,
+            min_commits=1 if had_graph else AUTO_WRITE_AFTER,
+        )
+    except StateVCSError as exc:
+        warnings.warn(
+            f"gc could not rewrite the commit graph ({exc}); walks stay correct but slower "
+            "until `statevcs commit-graph write` succeeds",
+            GCWarning,
+            stacklevel=4,
+        )
 
 
 def _mark_more(store: Store, roots: set[ObjectId], marked: set[ObjectId]) -> set[ObjectId]:
@@ -263,6 +289,12 @@ def check_repository(store: Store, db: ObjectDB) -> FsckReport:
         reachable = mark_reachable(store, reachability_roots(store), problems)
     except StateVCSError as exc:
         problems.append(f"refs cannot be checked: {exc}")
+    try:
+        graph_roots = chain_objects(store) - reachable
+        reachable |= mark_reachable(store, graph_roots, [])  # its damage is named below
+        problems.extend(check_graph(store))
+    except StateVCSError as exc:
+        problems.append(f"the commit graph cannot be checked: {exc}")
     if listed:
         problems.extend(_unstored(store, reachable - set(ids)))
     return FsckReport(

@@ -9,6 +9,8 @@ that was committed.
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +28,7 @@ KIND_LIST = "list"
 KIND_MAP = "map"
 KIND_SNAPSHOT = "snapshot"
 KIND_COMMIT = "commit"
+KIND_GRAPH = "graph"
 
 SNAPSHOT_FORMAT = 1
 
@@ -125,7 +128,74 @@ class CommitObject:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-StoredObject = Blob | Doc | Chunked | ListNode | MapNode | SnapshotObject | CommitObject
+def packed(kind: str, values: Sequence[int]) -> bytes:
+    """``values`` as a little-endian array of ``kind`` (``"I"``: uint32, ``"q"``: int64)."""
+    out = array(kind, values)
+    if sys.byteorder == "big":
+        out.byteswap()
+    return out.tobytes()
+
+
+def unpacked(kind: str, data: bytes) -> array[int]:
+    """The array :func:`packed` wrote (``ValueError`` for a length that is no multiple)."""
+    out = array(kind)
+    out.frombytes(data)
+    if sys.byteorder == "big":
+        out.byteswap()
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class GraphSegment:
+    """A batch of the commit graph (like one git commit-graph file of a split chain).
+
+    ``ids`` holds the commits' ids end to end, parents before children. Commit ``i``'s
+    parents are ``parents[parent_ends[i - 1]:parent_ends[i]]``, by number: below
+    ``len(segment)`` a commit of this segment, else ``externals[number - len(segment)]`` (a
+    commit of an older segment). ``generations`` are git's topological levels (1 for a root,
+    else 1 + the highest parent's); ``timestamps`` the commits' own. ``labels`` (msgpack,
+    decoded on first use) maps a framework's id (``kind=value``) to the positions of the
+    commits carrying it, for every kind in ``label_kinds``. ``data`` is a blob holding the
+    commits' encoded bytes end to end, commit ``i`` ending at ``ends[i]``: a cold ``log``
+    reads it in one read. Numbers are packed little-endian arrays (uint32; int64 times).
+    Every field is derived from the commits themselves, so a segment is true forever.
+    """
+
+    ids: bytes
+    externals: bytes
+    parents: array[int]
+    parent_ends: array[int]
+    generations: array[int]
+    timestamps: array[int]
+    label_kinds: tuple[str, ...]
+    labels: bytes
+    data: ObjectId
+    ends: array[int]
+
+    def __len__(self) -> int:
+        return len(self.ids) // ID_SIZE
+
+    def id_at(self, position: int) -> ObjectId:
+        """The id of the commit at ``position``."""
+        return self.ids[position * ID_SIZE : (position + 1) * ID_SIZE]
+
+    def label_map(self) -> dict[str, list[int]]:
+        """The decoded labels (``CorruptObject``-free: damage reads as ``ValueError``)."""
+        raw = msgpack.unpackb(self.labels, raw=False, use_list=True)
+        count = len(self)
+        if type(raw) is not dict:
+            raise ValueError("graph labels must be a map")
+        for key, positions in raw.items():
+            if type(key) is not str or type(positions) is not list:
+                raise ValueError("graph labels must map strings to lists of positions")
+            if not all([type(p) is int and 0 <= p < count for p in positions]):
+                raise ValueError("a graph label names a position out of range")
+        return raw
+
+
+StoredObject = (
+    Blob | Doc | Chunked | ListNode | MapNode | SnapshotObject | CommitObject | GraphSegment
+)
 
 _packb: Callable[[Any], bytes] = documents.ThreadSafePacker(use_bin_type=True, autoreset=True)
 
@@ -230,6 +300,22 @@ def _encode(obj: StoredObject) -> bytes:
                 obj.timestamp_us,
                 obj.message,
                 canonical(obj.metadata),
+            ]
+        )
+    if isinstance(obj, GraphSegment):
+        return _packb(
+            [
+                KIND_GRAPH,
+                obj.ids,
+                obj.externals,
+                packed("I", obj.parents),
+                packed("I", obj.parent_ends),
+                packed("I", obj.generations),
+                packed("q", obj.timestamps),
+                list(obj.label_kinds),
+                obj.labels,
+                obj.data,
+                packed("I", obj.ends),
             ]
         )
     raise TypeError(f"not a statevcs object: {type(obj).__name__}")
@@ -403,7 +489,59 @@ def _from_raw(raw: Any) -> StoredObject:
         return CommitObject(
             _id(raw[1], "commit snapshot"), _ids(raw[2], "parents"), author, ts, message, metadata
         )
+    if kind == KIND_GRAPH:
+        _expect(raw, 11, kind)
+        return _graph_segment(raw)
     raise ValueError(f"unknown object kind {kind!r}")
+
+
+def _array(value: Any, kind: str, what: str, size: int | None = None) -> array[int]:
+    if type(value) is not bytes:
+        raise ValueError(f"graph {what} must be bytes")
+    out = unpacked(kind, value)
+    if size is not None and len(out) != size:
+        raise ValueError(f"graph {what} must hold {size} numbers")
+    return out
+
+
+def _graph_segment(raw: list[Any]) -> GraphSegment:
+    ids, externals, parents, parent_ends, gens, stamps, kinds, labels, data, ends = raw[1:]
+    if type(ids) is not bytes or not ids or len(ids) % ID_SIZE:
+        raise ValueError(f"graph ids must be a non-empty multiple of {ID_SIZE} bytes")
+    if type(externals) is not bytes or len(externals) % ID_SIZE:
+        raise ValueError(f"graph externals must be a multiple of {ID_SIZE} bytes")
+    count = len(ids) // ID_SIZE
+    flat = _array(parents, "I", "parents")
+    bounds = _array(parent_ends, "I", "parent ends", count)
+    # Structure only, checked at C speed: any hash-valid segment walks without error.
+    # Whether its numbers are true to its commits is fsck's to check (check_graph).
+    if list(bounds) != sorted(bounds) or bounds[-1] != len(flat):
+        raise ValueError("graph parent ends must grow to the number of parents")
+    if flat and max(flat) >= count + len(externals) // ID_SIZE:
+        raise ValueError("a graph parent number is out of range")
+    generations = _array(gens, "I", "generations", count)
+    if min(generations) < 1:
+        raise ValueError("graph generations must be positive")
+    timestamps = _array(stamps, "q", "timestamps", count)
+    if type(kinds) is not list or not all([type(k) is str for k in kinds]):
+        raise ValueError("graph label kinds must be a list of strings")
+    if type(labels) is not bytes:
+        raise ValueError("graph labels must be bytes")
+    data_ends = _array(ends, "I", "ends", count)
+    if list(data_ends) != sorted(data_ends):
+        raise ValueError("graph ends must not decrease")
+    return GraphSegment(
+        ids,
+        externals,
+        flat,
+        bounds,
+        generations,
+        timestamps,
+        tuple(kinds),
+        labels,
+        _id(data, "graph data"),
+        data_ends,
+    )
 
 
 def children(obj: StoredObject) -> Sequence[ObjectId]:
@@ -423,6 +561,8 @@ def children(obj: StoredObject) -> Sequence[ObjectId]:
         )
     if isinstance(obj, CommitObject):
         return (obj.snapshot, *obj.parents)
+    if isinstance(obj, GraphSegment):
+        return (obj.data,)  # not its commits: a graph keeps no commit from garbage collection
     return ()
 
 
@@ -434,6 +574,7 @@ _KIND_NAMES: dict[type, str] = {
     MapNode: KIND_MAP,
     SnapshotObject: KIND_SNAPSHOT,
     CommitObject: KIND_COMMIT,
+    GraphSegment: KIND_GRAPH,
 }
 
 

@@ -109,6 +109,11 @@ class Store(abc.ABC):
 
     url: str = ""
 
+    commit_graph_every: int = 64
+    """How many commits a handle writes before it brings the persisted commit graph up to date
+    (:mod:`statevcs.commitgraph`). A remote store asks sooner: there each commit the graph does
+    not cover costs a reader one round trip."""
+
     # --- objects --------------------------------------------------------------
 
     @abc.abstractmethod
