@@ -175,6 +175,49 @@ class PersistedGraph:
                 result.append(externals[offset : offset + ID_SIZE])
         return tuple(result)
 
+    def reaches(self, descendant: ObjectId, ancestor: ObjectId) -> bool | None:
+        """Whether ``ancestor`` is ``descendant`` or below it, walking the segments alone
+        (cut by generation); ``None`` when the graph cannot say (``descendant`` not covered,
+        or the chain not closed)."""
+        start = self._find(descendant) if self.closed else None
+        if start is None:
+            return None
+        target = self._find(ancestor)
+        if target is None:
+            return False  # a closed graph covers every ancestor of a covered commit
+        entries = self._entries
+        numbers = {id(e): n for n, e in enumerate(entries)}
+        goal = (numbers[id(target[0])], target[1])
+        floor = target[0].segment.generations[target[1]]
+        first = (numbers[id(start[0])], start[1])
+        if first == goal:
+            return True
+        seen = {first}
+        stack = [first]
+        while stack:
+            number, position = stack.pop()
+            entry = entries[number]
+            segment = entry.segment
+            count = entry.count
+            ends = segment.parent_ends
+            for parent in segment.parents[ends[position - 1] if position else 0 : ends[position]]:
+                if parent < count:
+                    node = (number, parent)
+                    level = segment.generations[parent]
+                else:
+                    offset = (parent - count) * ID_SIZE
+                    found = self._find(segment.externals[offset : offset + ID_SIZE])
+                    if found is None:
+                        return None
+                    node = (numbers[id(found[0])], found[1])
+                    level = found[0].segment.generations[found[1]]
+                if node == goal:
+                    return True
+                if level > floor and node not in seen:
+                    seen.add(node)
+                    stack.append(node)
+        return False
+
     def generation(self, commit_id: ObjectId) -> int | None:
         """The generation of a covered commit (``None``: not covered)."""
         found = self._find(commit_id)

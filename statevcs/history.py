@@ -194,10 +194,17 @@ def is_ancestor(graph: CommitGraph, ancestor: ObjectId, descendant: ObjectId) ->
         if level is not None and level <= floor:
             return False
     generation = graph.generation
+    persisted = graph.persisted
     seen = {descendant}
     todo = [descendant]
     while todo:
         current = todo.pop()
+        if persisted is not None:
+            reached = persisted.reaches(current, ancestor)  # the covered part, at C speed
+            if reached is not None:
+                if reached:
+                    return True
+                continue
         for parent in graph.parents(current):
             if parent == ancestor:
                 return True
