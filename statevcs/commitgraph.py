@@ -559,11 +559,22 @@ def write_graph(
         chain.pop(0)
     new, _blob, objects = build_segment(pending)
     chain.insert(0, new)
+    if rebuild:
+        _replace_damaged(store, objects)
     store.put_many(objects)
     store.config_set(CHAIN_KEY, " ".join(to_hex(i) for i, _ in chain))
     return GraphWriteReport(
         added=len(ordered), commits=sum(len(s) for _, s in chain), segments=len(chain)
     )
+
+
+def _replace_damaged(store: Store, objects: Mapping[ObjectId, bytes]) -> None:
+    """Delete stored copies of ``objects`` whose bytes are damaged, so the put writes them
+    again (a rebuild gives the same segment the same id: without this it could not repair)."""
+    stored = store.get_many_stored(objects)
+    damaged = [i for i, data in stored.items() if data != objects[i]]
+    if damaged:
+        store.delete_many(damaged)
 
 
 def chain_objects(store: Store) -> set[ObjectId]:
