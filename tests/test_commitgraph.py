@@ -3,6 +3,8 @@ stale, damaged, collected and raced graphs, on memory, SQLite and S3."""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import multiprocessing
 import random
 import sqlite3
@@ -188,7 +190,7 @@ def test_a_chain_stays_short() -> None:
         assert len(graph) == 700
         assert len(graph.segment_ids) <= 10  # geometric merges: O(log n) segments
         sizes = [len(s) for _, s in graph.segments()]
-        assert all(b >= 2 * a for a, b in zip(sizes, sizes[1:], strict=False))
+        assert all(b >= 2 * a for a, b in itertools.pairwise(sizes))
 
 
 # --- damaged, missing, collected --------------------------------------------------------
@@ -306,9 +308,7 @@ def test_gc_drops_swept_commits_from_the_graph(repo: Repo) -> None:
     repo.gc(grace="0")
     assert repo.fsck().dangling == 0
     assert set(read_chain(repo.store)) <= {i for i, _ in repo.store.iter_objects()}
-    assert answers(repo, ids, random.Random(2), True) == answers(
-        repo, ids, random.Random(2), False
-    )
+    assert answers(repo, ids, random.Random(2), True) == answers(repo, ids, random.Random(2), False)
 
 
 def test_gc_keeps_the_chain_a_writer_just_named(tmp_path: Path) -> None:
@@ -332,10 +332,8 @@ def _writer(url: str, name: str, count: int) -> None:
     with Repo.open(url) as repo:
         state: dict[str, Any] = {}
         if name != "main":
-            try:
+            with contextlib.suppress(statevcs.RefExists):
                 repo.branch(name, "main")
-            except statevcs.RefExists:
-                pass
         repo.checkout(state, name)
         for i in range(count):
             state[name] = i
@@ -368,12 +366,14 @@ def test_writers_racing_in_processes_leave_a_true_graph(
         assert graph is not None and graph.closed
         tips = repo.refs.as_dict("refs/heads/")
         assert len(tips) == 5
-        for name, tip in tips.items():
+        for name, _tip in tips.items():
             if name != "refs/heads/main":
                 messages = [c.message for c in repo.log(name)]
                 short = name.rsplit("/", 1)[1]
                 assert messages == [f"{short} {i}" for i in reversed(range(20))] + ["start"]
-        commits = [c for c, _ in walk(CommitGraph(repo.objects, persisted=False), list(tips.values()))]
+        commits = [
+            c for c, _ in walk(CommitGraph(repo.objects, persisted=False), list(tips.values()))
+        ]
         check_same(repo, commits, 11)
         repo.write_commit_graph()
         assert len(graph_of(repo)) == 81
@@ -449,3 +449,17 @@ def test_a_hostile_chain_value_never_breaks_a_walk(value: str) -> None:
 def test_write_commit_graph_checks_its_argument() -> None:
     with Repo.init("memory://") as repo, pytest.raises(TypeError, match="rebuild"):
         repo.write_commit_graph(rebuild="yes")  # type: ignore[arg-type]
+
+
+def test_cli_writes_the_graph(tmp_path: Path) -> None:
+    import json
+
+    from test_cli import invoke
+
+    with Repo.init(tmp_path / "repo") as repo:
+        _history(repo, 12)
+    out = invoke("-C", tmp_path / "repo", "commit-graph", "write").stdout
+    assert "covers 12 commits (12 new) in 1 segment" in out
+    again = json.loads(invoke("-C", tmp_path / "repo", "commit-graph", "write", "--json").stdout)
+    assert again == {"added": 0, "commits": 12, "segments": 1}
+    invoke("-C", tmp_path / "repo", "fsck")  # exit status 0: no problem

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gc": ("maintenance", "gc"),
     "fsck": ("maintenance", "fsck"),
     "stats": ("maintenance", "stats"),
+    "commit-graph": ("maintenance", "commit_graph"),
     "export-git": ("mirror", "export_git"),
     "import-git": ("mirror", "import_git"),
     "mcp": ("mcp", "mcp"),

@@ -1,4 +1,4 @@
-"""Looking after a repository: ``gc``, ``fsck`` and ``stats``."""
+"""Looking after a repository: ``gc``, ``fsck``, ``stats`` and ``commit-graph``."""
 
 from __future__ import annotations
 
@@ -202,3 +202,27 @@ def stats(as_json: bool) -> None:
 
 
 __all__ = ["fsck", "gc", "stats"]
+
+
+@click.group("commit-graph")
+def commit_graph() -> None:
+    """The persisted commit graph that makes walks and lookups by id fast (see
+    docs/commit-graph.md). It is written by itself as commits land and by gc."""
+
+
+@commit_graph.command("write")
+@click.option("--rebuild", is_flag=True, help="Write it from scratch (one segment).")
+@json_option
+def commit_graph_write(rebuild: bool, as_json: bool) -> None:
+    """Cover every commit a ref reaches in the commit graph."""
+    state = current_state()
+    report = state.repo().write_commit_graph(rebuild=rebuild)
+    if as_json:
+        emit_json({"added": report.added, "commits": report.commits, "segments": report.segments})
+        return
+    state.out.print(
+        text(
+            f"the commit graph covers {report.commits} commits ({report.added} new) in "
+            f"{report.segments} segment{'s' if report.segments != 1 else ''}"
+        )
+    )
