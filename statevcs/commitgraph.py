@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 import weakref
 from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -89,18 +90,20 @@ class _Entry:
         ids = segment.ids
         self.index = {ids[p : p + ID_SIZE]: p // ID_SIZE for p in range(0, len(ids), ID_SIZE)}
         self.count = len(ids) // ID_SIZE
-        self.labels: dict[str, list[int]] | None = None
+        self.labels: tuple[list[str], list[Any]] | None = None
 
-    def label_map(self) -> dict[str, list[int]] | None:
-        """The segment's labels (``None``: damaged, unusable)."""
-        if self.labels is None:
-            try:
-                self.labels = self.segment.label_map()
-            except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError):
-                return None
-            except Exception:  # msgpack raises several unrelated exception types
-                return None
-        return self.labels
+    def labelled(self, name: str) -> list[int] | None:
+        """Positions of the commits carrying label ``name`` (``None``: labels damaged)."""
+        try:
+            if self.labels is None:
+                self.labels = self.segment.label_table()
+            names, positions = self.labels
+            at = bisect_left(names, name)
+            if at == len(names) or names[at] != name:
+                return []
+            return self.segment.positions(positions[at])
+        except ValueError:
+            return None
 
 
 class PersistedGraph:
@@ -187,35 +190,45 @@ class PersistedGraph:
             return False  # a closed graph covers every ancestor of a covered commit
         entries = self._entries
         numbers = {id(e): n for n, e in enumerate(entries)}
-        goal = (numbers[id(target[0])], target[1])
-        floor = target[0].segment.generations[target[1]]
-        first = (numbers[id(start[0])], start[1])
-        if first == goal:
-            return True
-        seen = {first}
-        stack = [first]
+        goal_number, goal = numbers[id(target[0])], target[1]
+        floor = target[0].segment.generations[goal]
+        seen: list[set[int]] = [set() for _ in entries]
+        stack = [(numbers[id(start[0])], start[1])]
         while stack:
             number, position = stack.pop()
             entry = entries[number]
             segment = entry.segment
             count = entry.count
             ends = segment.parent_ends
-            for parent in segment.parents[ends[position - 1] if position else 0 : ends[position]]:
-                if parent < count:
-                    node = (number, parent)
-                    level = segment.generations[parent]
-                else:
-                    offset = (parent - count) * ID_SIZE
-                    found = self._find(segment.externals[offset : offset + ID_SIZE])
-                    if found is None:
-                        return None
-                    node = (numbers[id(found[0])], found[1])
-                    level = found[0].segment.generations[found[1]]
-                if node == goal:
+            parents = segment.parents
+            levels = segment.generations
+            visited = seen[number]
+            while True:  # along one segment's single-parent stretches without the stack
+                if number == goal_number and position == goal:
                     return True
-                if level > floor and node not in seen:
-                    seen.add(node)
-                    stack.append(node)
+                low = ends[position - 1] if position else 0
+                high = ends[position]
+                if high - low == 1 and parents[low] < count:
+                    position = parents[low]
+                    if levels[position] < floor or position in visited:
+                        break
+                    visited.add(position)
+                    continue
+                for parent in parents[low:high]:
+                    if parent < count:
+                        node = (number, parent)
+                        level = levels[parent]
+                    else:
+                        offset = (parent - count) * ID_SIZE
+                        found = self._find(segment.externals[offset : offset + ID_SIZE])
+                        if found is None:
+                            return None
+                        node = (numbers[id(found[0])], found[1])
+                        level = found[0].segment.generations[found[1]]
+                    if level >= floor and node[1] not in seen[node[0]]:
+                        seen[node[0]].add(node[1])
+                        stack.append(node)
+                break
         return False
 
     def generation(self, commit_id: ObjectId) -> int | None:
@@ -237,10 +250,10 @@ class PersistedGraph:
         found: list[ObjectId] = []
         for entry in self._entries:
             segment = entry.segment
-            labels = entry.label_map()
-            if kind not in segment.label_kinds or labels is None:
+            positions = entry.labelled(name) if kind in segment.label_kinds else None
+            if positions is None:
                 return None
-            found.extend(segment.id_at(p) for p in labels.get(name, ()))
+            found.extend(segment.id_at(p) for p in positions)
         return found
 
     def commit_bytes(self, commit_id: ObjectId) -> bytes | None:
@@ -487,7 +500,9 @@ def build_segment(
         generations=array("I", [g for _, g in ordered]),
         timestamps=array("q", [row.commit.timestamp_us for row, _ in ordered]),
         label_kinds=LABEL_KINDS,
-        labels=msgpack.packb({k: labels[k] for k in sorted(labels)}, use_bin_type=True),
+        labels=msgpack.packb(
+            [sorted(labels), [labels[k] for k in sorted(labels)]], use_bin_type=True
+        ),
         data=blob_id,
         ends=array("I", ends),
     )
@@ -649,10 +664,13 @@ def _check_segment(
             for name in commit_labels(obj.metadata):
                 expected_labels.setdefault(name, []).append(position)
     try:
-        recorded = segment.label_map()
-    except Exception:  # msgpack raises several unrelated exception types
+        names, lists = segment.label_table()
+        recorded = {n: segment.positions(p) for n, p in zip(names, lists, strict=True)}
+    except ValueError:
         yield "its framework-id labels are damaged"
         return
+    if names != sorted(set(names)):
+        yield "its framework-id labels are not sorted"
     wanted = {
         k: v for k, v in expected_labels.items() if k.partition("=")[0] in segment.label_kinds
     }

@@ -179,18 +179,28 @@ class GraphSegment:
         """The id of the commit at ``position``."""
         return self.ids[position * ID_SIZE : (position + 1) * ID_SIZE]
 
-    def label_map(self) -> dict[str, list[int]]:
-        """The decoded labels (``CorruptObject``-free: damage reads as ``ValueError``)."""
-        raw = msgpack.unpackb(self.labels, raw=False, use_list=True)
+    def label_table(self) -> tuple[list[str], list[Any]]:
+        """The labels as stored: sorted names and, for each, its commits' positions (each
+        list checked only when used, see :meth:`positions`); ``ValueError`` if damaged."""
+        try:
+            raw = msgpack.unpackb(self.labels, raw=False, use_list=True)
+        except Exception as exc:  # msgpack raises several unrelated exception types
+            raise ValueError(f"graph labels are not valid msgpack ({exc})") from None
+        if type(raw) is not list or len(raw) != 2:
+            raise ValueError("graph labels must be [names, positions]")
+        names, positions = raw
+        if type(names) is not list or type(positions) is not list:
+            raise ValueError("graph labels must be [names, positions]")
+        if len(names) != len(positions) or not all([type(n) is str for n in names]):
+            raise ValueError("graph label names must be strings, one per list of positions")
+        return names, positions
+
+    def positions(self, value: Any) -> list[int]:
+        """One entry of :meth:`label_table`'s positions, checked (``ValueError`` if damaged)."""
         count = len(self)
-        if type(raw) is not dict:
-            raise ValueError("graph labels must be a map")
-        for key, positions in raw.items():
-            if type(key) is not str or type(positions) is not list:
-                raise ValueError("graph labels must map strings to lists of positions")
-            if not all([type(p) is int and 0 <= p < count for p in positions]):
-                raise ValueError("a graph label names a position out of range")
-        return raw
+        if type(value) is not list or not all([type(p) is int and 0 <= p < count for p in value]):
+            raise ValueError("a graph label names a position out of range")
+        return value
 
 
 StoredObject = (
