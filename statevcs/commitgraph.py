@@ -552,7 +552,7 @@ def write_graph(
     """
     graph = None if rebuild else load_graph(store)
     if graph is not None and not graph.closed:
-        graph = None
+        graph, rebuild = None, True  # repair: a segment is gone or damaged
     covered: Callable[[ObjectId], bool] = (lambda _: False) if graph is None else graph.__contains__
     rows = _read_commits(store, _tips(store), covered)
     if keep is not None:
