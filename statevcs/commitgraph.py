@@ -19,16 +19,21 @@ from __future__ import annotations
 import threading
 import weakref
 from array import array
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import msgpack
-
 from .errors import CorruptObject, StateVCSError
 from .hashing import ID_SIZE, ObjectId, from_hex, to_hex
-from .objects import Blob, CommitObject, GraphSegment, decode, encode_with_id, verify
+from .objects import (
+    Blob,
+    CommitObject,
+    GraphSegment,
+    decode,
+    encode_with_id,
+    label_key,
+    verify,
+)
 from .stores.base import Store
 
 CHAIN_KEY = "graph.chain"
@@ -90,20 +95,6 @@ class _Entry:
         ids = segment.ids
         self.index = {ids[p : p + ID_SIZE]: p // ID_SIZE for p in range(0, len(ids), ID_SIZE)}
         self.count = len(ids) // ID_SIZE
-        self.labels: tuple[list[str], list[Any]] | None = None
-
-    def labelled(self, name: str) -> list[int] | None:
-        """Positions of the commits carrying label ``name`` (``None``: labels damaged)."""
-        try:
-            if self.labels is None:
-                self.labels = self.segment.label_table()
-            names, positions = self.labels
-            at = bisect_left(names, name)
-            if at == len(names) or names[at] != name:
-                return []
-            return self.segment.positions(positions[at])
-        except ValueError:
-            return None
 
 
 class PersistedGraph:
@@ -243,31 +234,41 @@ class PersistedGraph:
 
     def labelled(self, name: str) -> list[ObjectId] | None:
         """Every covered commit carrying label ``name`` (see :func:`label`), newest segment
-        first; ``None`` when the chain is not closed or a segment does not index its kind."""
+        first, and now and then one whose label only shares its 8-byte key (check them);
+        ``None`` when the chain is not closed or a segment does not index its kind."""
         if not self.closed:
             return None
         kind = name.partition("=")[0]
         found: list[ObjectId] = []
         for entry in self._entries:
             segment = entry.segment
-            positions = entry.labelled(name) if kind in segment.label_kinds else None
-            if positions is None:
+            if kind not in segment.label_kinds:
                 return None
-            found.extend(segment.id_at(p) for p in positions)
+            found.extend(segment.id_at(p) for p in segment.labelled(name))
         return found
 
     def commit_bytes(self, commit_id: ObjectId) -> bytes | None:
         """The encoded commit from its segment's data (``None``: not covered, or unreadable)."""
+        record = self.commit_record(commit_id)
+        return None if record is None else record[0]
+
+    def commit_record(self, commit_id: ObjectId) -> tuple[bytes, int] | None:
+        """The encoded commit and the time the graph records for it (``None``: not covered,
+        or its data unreadable)."""
         found = self._find(commit_id)
         if found is None:
             return None
         entry, position = found
         segment = entry.segment
-        data = self._load_data(segment.data)
+        data = self._data.get(segment.data)
         if data is None:
-            return None
-        start = segment.ends[position - 1] if position else 0
-        return data[start : segment.ends[position]]
+            data = self._load_data(segment.data)
+            if data is None:
+                return None
+        ends = segment.ends
+        return data[ends[position - 1] if position else 0 : ends[position]], segment.timestamps[
+            position
+        ]
 
     def _load_data(self, data_id: ObjectId) -> bytes | None:
         with self._lock:
@@ -475,7 +476,7 @@ def build_segment(
     externals: dict[ObjectId, int] = {}
     parents: list[int] = []
     parent_ends: list[int] = []
-    labels: dict[str, list[int]] = {}
+    labels: list[tuple[bytes, int]] = []
     ends: list[int] = []
     end = 0
     chunks: list[bytes] = []
@@ -486,8 +487,7 @@ def build_segment(
                 local = count + externals.setdefault(parent, len(externals))
             parents.append(local)
         parent_ends.append(len(parents))
-        for name in commit_labels(row.commit.metadata):
-            labels.setdefault(name, []).append(p)
+        labels.extend((label_key(name), p) for name in commit_labels(row.commit.metadata))
         end += len(row.data)
         ends.append(end)
         chunks.append(row.data)
@@ -500,9 +500,8 @@ def build_segment(
         generations=array("I", [g for _, g in ordered]),
         timestamps=array("q", [row.commit.timestamp_us for row, _ in ordered]),
         label_kinds=LABEL_KINDS,
-        labels=msgpack.packb(
-            [sorted(labels), [labels[k] for k in sorted(labels)]], use_bin_type=True
-        ),
+        label_keys=b"".join(k for k, _ in sorted(labels)),
+        label_positions=array("I", [p for _, p in sorted(labels)]),
         data=blob_id,
         ends=array("I", ends),
     )
@@ -663,18 +662,23 @@ def _check_segment(
         if all(kind in segment.label_kinds for kind in LABEL_KINDS):
             for name in commit_labels(obj.metadata):
                 expected_labels.setdefault(name, []).append(position)
-    try:
-        names, lists = segment.label_table()
-        recorded = {n: segment.positions(p) for n, p in zip(names, lists, strict=True)}
-    except ValueError:
-        yield "its framework-id labels are damaged"
-        return
-    if names != sorted(set(names)):
+    recorded = sorted(
+        zip(
+            [segment.label_keys[i : i + 8] for i in range(0, len(segment.label_keys), 8)],
+            segment.label_positions,
+            strict=True,
+        )
+    )
+    if segment.label_keys != b"".join(k for k, _ in recorded):
         yield "its framework-id labels are not sorted"
-    wanted = {
-        k: v for k, v in expected_labels.items() if k.partition("=")[0] in segment.label_kinds
-    }
-    if recorded != wanted:
+    kinds = segment.label_kinds
+    wanted = [
+        (label_key(name), p)
+        for name, ps in expected_labels.items()
+        if name.partition("=")[0] in kinds
+        for p in ps
+    ]
+    if recorded != sorted(wanted):
         yield "its framework-id labels differ from its commits' metadata"
 
 

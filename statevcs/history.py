@@ -55,18 +55,18 @@ class CommitGraph:
         graph = self.persisted
         if graph is None:
             return None
-        data = graph.commit_bytes(commit_id)
-        if data is None:
+        record = graph.commit_record(commit_id)
+        if record is None:
             return None
+        data, recorded_time = record
         obj = decode(commit_id, data)
         if not isinstance(obj, CommitObject):
             raise CorruptObject(to_hex(commit_id), f"expected a commit, found {type(obj).__name__}")
-        if obj.parents != graph.parents(commit_id) or obj.timestamp_us != graph.timestamp(
-            commit_id
-        ):
+        # Once decoded, the commit's own parents are the ones used; its time ordered the walk.
+        if obj.timestamp_us != recorded_time:
             raise CorruptObject(
                 to_hex(commit_id),
-                "the commit graph records other parents or another time for it; run "
+                "the commit graph records another time for it; run "
                 "`statevcs fsck`, then `statevcs commit-graph write`",
             )
         self._commits[commit_id] = obj

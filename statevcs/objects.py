@@ -153,9 +153,10 @@ class GraphSegment:
     parents are ``parents[parent_ends[i - 1]:parent_ends[i]]``, by number: below
     ``len(segment)`` a commit of this segment, else ``externals[number - len(segment)]`` (a
     commit of an older segment). ``generations`` are git's topological levels (1 for a root,
-    else 1 + the highest parent's); ``timestamps`` the commits' own. ``labels`` (msgpack,
-    decoded on first use) maps a framework's id (``kind=value``) to the positions of the
-    commits carrying it, for every kind in ``label_kinds``. ``data`` is a blob holding the
+    else 1 + the highest parent's); ``timestamps`` the commits' own. A framework's id
+    (``kind=value``, every kind in ``label_kinds``) is found by its :func:`label_key` in the
+    sorted ``label_keys`` (8 bytes each), next to the position of a commit carrying it in
+    ``label_positions``. ``data`` is a blob holding the
     commits' encoded bytes end to end, commit ``i`` ending at ``ends[i]``: a cold ``log``
     reads it in one read. Numbers are packed little-endian arrays (uint32; int64 times).
     Every field is derived from the commits themselves, so a segment is true forever.
@@ -168,7 +169,8 @@ class GraphSegment:
     generations: array[int]
     timestamps: array[int]
     label_kinds: tuple[str, ...]
-    labels: bytes
+    label_keys: bytes
+    label_positions: array[int]
     data: ObjectId
     ends: array[int]
 
@@ -179,28 +181,33 @@ class GraphSegment:
         """The id of the commit at ``position``."""
         return self.ids[position * ID_SIZE : (position + 1) * ID_SIZE]
 
-    def label_table(self) -> tuple[list[str], list[Any]]:
-        """The labels as stored: sorted names and, for each, its commits' positions (each
-        list checked only when used, see :meth:`positions`); ``ValueError`` if damaged."""
-        try:
-            raw = msgpack.unpackb(self.labels, raw=False, use_list=True)
-        except Exception as exc:  # msgpack raises several unrelated exception types
-            raise ValueError(f"graph labels are not valid msgpack ({exc})") from None
-        if type(raw) is not list or len(raw) != 2:
-            raise ValueError("graph labels must be [names, positions]")
-        names, positions = raw
-        if type(names) is not list or type(positions) is not list:
-            raise ValueError("graph labels must be [names, positions]")
-        if len(names) != len(positions) or not all([type(n) is str for n in names]):
-            raise ValueError("graph label names must be strings, one per list of positions")
-        return names, positions
+    def labelled(self, name: str) -> list[int]:
+        """The positions of the commits whose label key is ``name``'s (a binary search).
 
-    def positions(self, value: Any) -> list[int]:
-        """One entry of :meth:`label_table`'s positions, checked (``ValueError`` if damaged)."""
-        count = len(self)
-        if type(value) is not list or not all([type(p) is int and 0 <= p < count for p in value]):
-            raise ValueError("a graph label names a position out of range")
-        return value
+        Keys are 8-byte hashes: a caller checks the commits it gets against the id it wanted.
+        """
+        key = label_key(name)
+        keys = self.label_keys
+        low, high = 0, len(keys) // LABEL_KEY_SIZE
+        while low < high:
+            middle = (low + high) // 2
+            if keys[middle * LABEL_KEY_SIZE : (middle + 1) * LABEL_KEY_SIZE] < key:
+                low = middle + 1
+            else:
+                high = middle
+        found = []
+        while keys[low * LABEL_KEY_SIZE : (low + 1) * LABEL_KEY_SIZE] == key:
+            found.append(self.label_positions[low])
+            low += 1
+        return found
+
+
+LABEL_KEY_SIZE = 8
+
+
+def label_key(name: str) -> bytes:
+    """The 8-byte key a graph segment finds label ``name`` by."""
+    return hash_bytes(name.encode("utf-8", "surrogatepass"))[:LABEL_KEY_SIZE]
 
 
 StoredObject = (
@@ -323,7 +330,8 @@ def _encode(obj: StoredObject) -> bytes:
                 packed("I", obj.generations),
                 packed("q", obj.timestamps),
                 list(obj.label_kinds),
-                obj.labels,
+                obj.label_keys,
+                packed("I", obj.label_positions),
                 obj.data,
                 packed("I", obj.ends),
             ]
@@ -500,7 +508,7 @@ def _from_raw(raw: Any) -> StoredObject:
             _id(raw[1], "commit snapshot"), _ids(raw[2], "parents"), author, ts, message, metadata
         )
     if kind == KIND_GRAPH:
-        _expect(raw, 11, kind)
+        _expect(raw, 12, kind)
         return _graph_segment(raw)
     raise ValueError(f"unknown object kind {kind!r}")
 
@@ -515,7 +523,7 @@ def _array(value: Any, kind: str, what: str, size: int | None = None) -> array[i
 
 
 def _graph_segment(raw: list[Any]) -> GraphSegment:
-    ids, externals, parents, parent_ends, gens, stamps, kinds, labels, data, ends = raw[1:]
+    ids, externals, parents, parent_ends, gens, stamps, kinds, keys, positions, data, ends = raw[1:]
     if type(ids) is not bytes or not ids or len(ids) % ID_SIZE:
         raise ValueError(f"graph ids must be a non-empty multiple of {ID_SIZE} bytes")
     if type(externals) is not bytes or len(externals) % ID_SIZE:
@@ -535,8 +543,11 @@ def _graph_segment(raw: list[Any]) -> GraphSegment:
     timestamps = _array(stamps, "q", "timestamps", count)
     if type(kinds) is not list or not all([type(k) is str for k in kinds]):
         raise ValueError("graph label kinds must be a list of strings")
-    if type(labels) is not bytes:
-        raise ValueError("graph labels must be bytes")
+    if type(keys) is not bytes or len(keys) % LABEL_KEY_SIZE:
+        raise ValueError(f"graph label keys must be a multiple of {LABEL_KEY_SIZE} bytes")
+    label_positions = _array(positions, "I", "label positions", len(keys) // LABEL_KEY_SIZE)
+    if label_positions and max(label_positions) >= count:
+        raise ValueError("a graph label names a position out of range")
     data_ends = _array(ends, "I", "ends", count)
     if list(data_ends) != sorted(data_ends):
         raise ValueError("graph ends must not decrease")
@@ -548,7 +559,8 @@ def _graph_segment(raw: list[Any]) -> GraphSegment:
         generations,
         timestamps,
         tuple(kinds),
-        labels,
+        keys,
+        label_positions,
         _id(data, "graph data"),
         data_ends,
     )

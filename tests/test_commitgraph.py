@@ -4,6 +4,7 @@ stale, damaged, collected and raced graphs, on memory, SQLite and S3."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import multiprocessing
 import random
@@ -249,18 +250,7 @@ def test_a_damaged_graph_is_slower_never_wrong_and_fsck_names_it(
         # A well-formed segment that lies (swapped times): hash-valid, so only fsck and the
         # commit bytes it carries can tell; log refuses rather than answer from it.
         times = segment.timestamps
-        lie = GraphSegment(
-            segment.ids,
-            segment.externals,
-            segment.parents,
-            segment.parent_ends,
-            segment.generations,
-            type(times)("q", [t + 1 for t in times]),
-            segment.label_kinds,
-            segment.labels,
-            segment.data,
-            segment.ends,
-        )
+        lie = dataclasses.replace(segment, timestamps=type(times)("q", [t + 1 for t in times]))
         encoded = encode(lie)
         repo.store.put_many({hash_bytes(encoded): encoded})
         repo.store.config_set(CHAIN_KEY, to_hex(hash_bytes(encoded)))

@@ -142,3 +142,30 @@ def test_a_fresh_saver_finds_an_old_checkpoint_without_a_walk(
     found = fresh.get_tuple({"configurable": {**thread()["configurable"], "checkpoint_id": ids[9]}})
     assert found is not None and found.checkpoint["id"] == ids[9]
     assert walks == 0 and fresh._counts["graph hits"] == 1
+
+
+def test_labels_sharing_a_key_are_told_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every label under one 8-byte key: lookups still find exactly their checkpoint."""
+    from statevcs import commitgraph, objects
+
+    monkeypatch.setattr(objects, "label_key", lambda name: b"\0" * 8)
+    monkeypatch.setattr(commitgraph, "label_key", lambda name: b"\0" * 8)
+    repo = statevcs.Repo.init("memory://")
+    saver = StateVCSSaver(repo)
+    previous = None
+    ids = []
+    for n in range(40):
+        cid = checkpoint_uuid(2000 + n)
+        config = thread()
+        if previous is not None and n % 9:  # now and then a new root: several lines
+            config = {"configurable": {**config["configurable"], "checkpoint_id": previous}}
+        saver.put(config, checkpoint(cid, {"n": n}, n), {"step": n}, {"n": n})
+        previous = cid
+        ids.append(cid)
+    repo.write_commit_graph()
+    without, _ = _lookups(repo, ids, graph=False)
+    with_graph, hits = _lookups(repo, ids, graph=True)
+    assert hits > 0
+    for a, b in zip(with_graph, without, strict=True):
+        assert exact(a, b)
+    assert repo.fsck().ok

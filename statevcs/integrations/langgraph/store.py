@@ -752,8 +752,15 @@ def find_by_label(
     def reached(commit_id: ObjectId) -> bool:
         return any(is_ancestor(graph, commit_id, head) for head in head_ids)
 
-    candidates = list(dict.fromkeys(targets))
-    kids = [stored(c, graph.commit(c)) for c in dict.fromkeys(children)]
+    # Labels are found by 8-byte keys: keep only the commits that carry the id itself.
+    candidates = [
+        c for c in dict.fromkeys(targets) if _info(graph, c).get("checkpoint_id") == checkpoint_id
+    ]
+    kids = [
+        stored(c, graph.commit(c))
+        for c in dict.fromkeys(children)
+        if _info(graph, c).get("parent_checkpoint_id") == checkpoint_id
+    ]
     # A above child on top of a reachable candidate makes that candidate reachable too.
     above = [
         k
@@ -770,6 +777,11 @@ def find_by_label(
         return (None, []) if not reachable else None
     target = stored(reachable[0], graph.commit(reachable[0]))
     return target, folding([k for k in above if k.commit.parents[0] == target.commit_id], target)
+
+
+def _info(graph: CommitGraph, commit_id: ObjectId) -> dict[str, Any]:
+    info = graph.commit(commit_id).metadata.get(INFO)
+    return info if isinstance(info, dict) else {}
 
 
 def index_of(repo: Repo, heads: Heads) -> Index:
