@@ -3,8 +3,9 @@
 Like git's split commit-graph chain: immutable, content-addressed ``graph`` segments
 (:class:`~statevcs.objects.GraphSegment`), each covering a batch of commits, newest first in
 a chain named by the config key :data:`CHAIN_KEY`. A segment's externals are covered by the
-segments after it, so the chain is closed under ancestry; new segments merge with the newest
-ones while they are at least half their size, so a chain holds O(log n) segments.
+segments after it, so the chain is closed under ancestry; eight segments of one size class
+merge into one of the next, so a chain holds O(log n) segments and each commit is rewritten
+O(log n) times.
 
 Every field of a segment is derived from its commits' own bytes (a commit's parents, its
 time, its generation, which depends only on its ancestors), so a segment, once hash-checked,
@@ -45,7 +46,9 @@ AUTO_WRITE_AFTER = 64
 LABEL_KINDS: tuple[str, ...] = ("langgraph.checkpoint_id", "langgraph.parent_checkpoint_id")
 """The framework ids a segment indexes (``metadata["langgraph"][...]`` of a commit)."""
 
-_MERGE_FACTOR = 2
+_MERGE_WIDTH = 8
+"""Segments of one size class that merge into one: each commit is rewritten about
+log8(n / 64) times, and a chain holds at most 7 segments per size class."""
 _MAX_CHAIN = 64
 _READ_AHEAD = 1024
 
@@ -111,6 +114,8 @@ class PersistedGraph:
         problems: Sequence[str] = (),
     ) -> None:
         self._store = store
+        self.store = store
+        """The store the segments were read from."""
         self.segment_ids: tuple[ObjectId, ...] = tuple(i for i, _ in entries)
         self._entries = [e for _, e in entries]
         self.problems = tuple(problems)
@@ -260,6 +265,8 @@ class PersistedGraph:
             return None
         entry, position = found
         segment = entry.segment
+        if segment.data is None:
+            return None
         data = self._data.get(segment.data)
         if data is None:
             data = self._load_data(segment.data)
@@ -275,7 +282,11 @@ class PersistedGraph:
             if data_id in self._data:
                 return self._data[data_id]
         # Every data blob of the chain in one read: a cold log needs them all soon.
-        wanted = [e.segment.data for e in self._entries if e.segment.data not in self._data]
+        wanted = [
+            e.segment.data
+            for e in self._entries
+            if e.segment.data is not None and e.segment.data not in self._data
+        ]
         try:
             found = self._store.get_many(wanted)
         except StateVCSError:
@@ -467,10 +478,10 @@ def _ordered(
 
 
 def build_segment(
-    ordered: Sequence[tuple[_Row, int]],
-) -> tuple[tuple[ObjectId, GraphSegment], tuple[ObjectId, bytes], dict[ObjectId, bytes]]:
-    """Encode one segment of ``ordered`` commits (parents first): ``(segment id, segment)``,
-    its data blob ``(id, bytes)``, and every object to store."""
+    ordered: Sequence[tuple[_Row, int]], *, with_data: bool = True
+) -> tuple[tuple[ObjectId, GraphSegment], dict[ObjectId, bytes]]:
+    """Encode one segment of ``ordered`` commits (parents first): ``(segment id, segment)``
+    and every object to store (the segment, and with ``with_data`` its commits' bytes)."""
     position = {row.commit_id: p for p, (row, _) in enumerate(ordered)}
     count = len(ordered)
     externals: dict[ObjectId, int] = {}
@@ -491,7 +502,11 @@ def build_segment(
         end += len(row.data)
         ends.append(end)
         chunks.append(row.data)
-    blob_id, blob_bytes = encode_with_id(Blob(b"".join(chunks)))
+    objects: dict[ObjectId, bytes] = {}
+    blob_id: ObjectId | None = None
+    if with_data:
+        blob_id, blob_bytes = encode_with_id(Blob(b"".join(chunks)))
+        objects[blob_id] = blob_bytes
     segment = GraphSegment(
         ids=b"".join(row.commit_id for row, _ in ordered),
         externals=b"".join(externals),
@@ -503,25 +518,36 @@ def build_segment(
         label_keys=b"".join(k for k, _ in sorted(labels)),
         label_positions=array("I", [p for _, p in sorted(labels)]),
         data=blob_id,
-        ends=array("I", ends),
+        ends=array("I", ends if with_data else []),
     )
     segment_id, segment_bytes = encode_with_id(segment)
-    return (
-        (segment_id, segment),
-        (blob_id, blob_bytes),
-        {
-            blob_id: blob_bytes,
-            segment_id: segment_bytes,
-        },
-    )
+    objects[segment_id] = segment_bytes
+    return (segment_id, segment), objects
+
+
+def _tier(size: int) -> int:
+    """A segment's size class: 0 below 512 commits, then one more per factor of 8."""
+    tier, size = 0, size // 64
+    while size >= _MERGE_WIDTH:
+        size //= _MERGE_WIDTH
+        tier += 1
+    return tier
 
 
 def _rows_of(graph: PersistedGraph, segment: GraphSegment) -> list[tuple[_Row, int]] | None:
     """A segment's commits as rows (``None`` when its data cannot be read or checked)."""
     rows: list[tuple[_Row, int]] = []
+    fetched: dict[ObjectId, bytes] = {}
+    if segment.data is None:  # the commits from the store, in batches
+        for start in range(0, len(segment), 1000):
+            batch = [segment.id_at(p) for p in range(start, min(start + 1000, len(segment)))]
+            try:
+                fetched.update(graph.store.get_many(batch))
+            except StateVCSError:
+                return None
     for position in range(len(segment)):
         commit_id = segment.id_at(position)
-        data = graph.commit_bytes(commit_id)
+        data = graph.commit_bytes(commit_id) if segment.data is not None else fetched.get(commit_id)
         if data is None:
             return None
         try:
@@ -542,7 +568,7 @@ def write_graph(
     min_commits: int = 1,
 ) -> GraphWriteReport:
     """Cover every commit reachable from a ref or ``HEAD``: one new segment, merged with the
-    newest ones while they are less than twice its size; then point the chain at it.
+    newest ones when eight share its size class; then point the chain at it.
 
     ``rebuild`` writes one segment from scratch (what gc does, with ``keep`` saying which
     commits survived its sweep). A chain that is damaged or no longer closed is rebuilt.
@@ -563,15 +589,29 @@ def write_graph(
         store.config_set(CHAIN_KEY, None)  # nothing left to cover: no graph names gone commits
     if len(ordered) < max(1, min_commits):
         return GraphWriteReport(0, 0 if graph is None else len(graph), len(chain))
-    # Merge with the newest segments while they are not much larger (git's split rule).
+    # Tiered merging (as LSM trees do): when the newest segments of one size class number
+    # _MERGE_WIDTH, they become one of the next class. Fewer rewrites than git's "merge while
+    # the next is less than twice as large", for a few more segments in a chain.
     pending = list(ordered)
-    while chain and len(chain[0][1]) < _MERGE_FACTOR * len(pending) and graph is not None:
-        older = _rows_of(graph, chain[0][1])
-        if older is None:
+    while graph is not None:
+        tier = _tier(len(pending))
+        same = 0
+        while same < len(chain) and _tier(len(chain[same][1])) == tier:
+            same += 1
+        if same < _MERGE_WIDTH - 1:
             break
-        pending = older + pending
-        chain.pop(0)
-    new, _blob, objects = build_segment(pending)
+        older: list[tuple[_Row, int]] = []
+        for _, segment in reversed(chain[: _MERGE_WIDTH - 1]):  # oldest first
+            its_rows = _rows_of(graph, segment)
+            if its_rows is None:
+                break
+            older.extend(its_rows)
+        else:
+            pending = older + pending
+            del chain[: _MERGE_WIDTH - 1]
+            continue
+        break
+    new, objects = build_segment(pending, with_data=store.commit_graph_data)
     chain.insert(0, new)
     if rebuild:
         _replace_damaged(store, objects)
@@ -636,10 +676,15 @@ def _check_segment(
     expected_labels: dict[str, list[int]] = {}
     for position in range(count):
         commit_id = segment.id_at(position)
-        data = graph.commit_bytes(commit_id)
-        if data is None:
-            yield f"its data blob {to_hex(segment.data)} is missing or damaged"
-            return
+        if segment.data is None:
+            data = graph.store.get_many([commit_id]).get(commit_id)
+            if data is None:
+                continue  # named below as gone from the store
+        else:
+            data = graph.commit_bytes(commit_id)
+            if data is None:
+                yield f"its data blob {to_hex(segment.data)} is missing or damaged"
+                return
         try:
             verify(commit_id, data)
             obj = decode(commit_id, data, check_hash=False)

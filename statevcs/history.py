@@ -98,6 +98,25 @@ class CommitGraph:
         for other_id, other in loaded.items():
             if isinstance(other, CommitObject):
                 self._commits.setdefault(other_id, other)
+        graph = self.persisted
+        if graph is not None:
+            for commit_id, obj in loaded.items():
+                if isinstance(obj, CommitObject):
+                    self._check(graph, commit_id, obj)
+
+    @staticmethod
+    def _check(graph: PersistedGraph, commit_id: ObjectId, obj: CommitObject) -> None:
+        """Refuse a graph that records another time or other parents for a commit than the
+        commit has (a walk may have been ordered or cut by them)."""
+        stamp = graph.timestamp(commit_id)
+        if stamp is None:
+            return
+        if stamp != obj.timestamp_us or graph.parents(commit_id) != obj.parents:
+            raise CorruptObject(
+                to_hex(commit_id),
+                "the commit graph records another time or other parents for it; run "
+                "`statevcs fsck`, then `statevcs commit-graph write --rebuild`",
+            )
 
     def parents(self, commit_id: ObjectId) -> tuple[ObjectId, ...]:
         """Return the parents of ``commit_id``."""

@@ -158,7 +158,8 @@ class GraphSegment:
     sorted ``label_keys`` (8 bytes each), next to the position of a commit carrying it in
     ``label_positions``. ``data`` is a blob holding the
     commits' encoded bytes end to end, commit ``i`` ending at ``ends[i]``: a cold ``log``
-    reads it in one read. Numbers are packed little-endian arrays (uint32; int64 times).
+    reads it in one read (``None`` and no ``ends`` where reading commits is cheap anyway).
+    Numbers are packed little-endian arrays (uint32; int64 times).
     Every field is derived from the commits themselves, so a segment is true forever.
     """
 
@@ -171,7 +172,7 @@ class GraphSegment:
     label_kinds: tuple[str, ...]
     label_keys: bytes
     label_positions: array[int]
-    data: ObjectId
+    data: ObjectId | None
     ends: array[int]
 
     def __len__(self) -> int:
@@ -548,7 +549,7 @@ def _graph_segment(raw: list[Any]) -> GraphSegment:
     label_positions = _array(positions, "I", "label positions", len(keys) // LABEL_KEY_SIZE)
     if label_positions and max(label_positions) >= count:
         raise ValueError("a graph label names a position out of range")
-    data_ends = _array(ends, "I", "ends", count)
+    data_ends = _array(ends, "I", "ends", 0 if data is None else count)
     if list(data_ends) != sorted(data_ends):
         raise ValueError("graph ends must not decrease")
     return GraphSegment(
@@ -561,7 +562,7 @@ def _graph_segment(raw: list[Any]) -> GraphSegment:
         tuple(kinds),
         keys,
         label_positions,
-        _id(data, "graph data"),
+        None if data is None else _id(data, "graph data"),
         data_ends,
     )
 
@@ -584,7 +585,8 @@ def children(obj: StoredObject) -> Sequence[ObjectId]:
     if isinstance(obj, CommitObject):
         return (obj.snapshot, *obj.parents)
     if isinstance(obj, GraphSegment):
-        return (obj.data,)  # not its commits: a graph keeps no commit from garbage collection
+        # Not its commits: a graph keeps no commit from garbage collection.
+        return () if obj.data is None else (obj.data,)
     return ()
 
 

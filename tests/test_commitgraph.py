@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import multiprocessing
 import random
 import sqlite3
@@ -189,9 +188,10 @@ def test_a_chain_stays_short() -> None:
         repo.write_commit_graph()
         graph = graph_of(repo)
         assert len(graph) == 700
-        assert len(graph.segment_ids) <= 10  # geometric merges: O(log n) segments
+        # Tiered merges: at most 7 segments per size class (here two classes).
+        assert len(graph.segment_ids) <= 14
         sizes = [len(s) for _, s in graph.segments()]
-        assert all(b >= 2 * a for a, b in itertools.pairwise(sizes))
+        assert sizes[-1] >= 512
 
 
 # --- damaged, missing, collected --------------------------------------------------------
@@ -230,6 +230,8 @@ def test_a_damaged_graph_is_slower_never_wrong_and_fsck_names_it(
 ) -> None:
     repo = Repo.init("memory://" if kind == "memory" else tmp_path / "repo")
     ids = _history(repo)
+    if damage == "data":
+        repo.store.commit_graph_data = True  # as on S3: the segment carries its commits' bytes
     repo.write_commit_graph(rebuild=True)
     forget(repo.store)
     want = answers(repo, ids, random.Random(1), False)
@@ -243,6 +245,7 @@ def test_a_damaged_graph_is_slower_never_wrong_and_fsck_names_it(
     elif damage == "missing":
         _damage(repo, segment_id, None)
     elif damage == "data":
+        assert segment.data is not None
         _damage(repo, segment.data, None)
     elif damage == "chain":
         repo.store.config_set(CHAIN_KEY, "not a chain")

@@ -871,6 +871,7 @@ class S3Store(Store):
     """
 
     commit_graph_every = 8  # an uncovered commit costs a cold reader one GET of its own
+    commit_graph_data = True  # a cold log reads the graph's data, not one GET per commit
 
     def __init__(self, location: S3Location, *, client: _Client | None = None) -> None:
         self.location = location
