@@ -166,11 +166,14 @@ def collect_garbage(
     on_batch = None if progress is None else (lambda done: progress("marking", done, total))
     refs_state = store.refs_state()
     roots = reachability_roots(store)
-    # The commit graph's segments are kept (they keep no commit: a graph that names swept
-    # commits is rewritten below, and is only ever a faster way to the same answers).
+    # The commit graph's segments are kept through the sweep (they keep no commit alive), then
+    # replaced by a graph of the commits that survived, and deleted: a graph is only ever a
+    # faster way to the same answers, so a reader or writer still holding the old chain just
+    # reads commits instead.
     graph_roots = chain_objects(store)
     reachable = mark_reachable(store, roots, on_batch=on_batch)
-    reachable |= mark_reachable(store, graph_roots - reachable, [])  # damage: fsck's to name
+    graph_objects = mark_reachable(store, graph_roots - reachable, [])  # damage: fsck's to name
+    reachable |= graph_objects
     old = {i for i, _ in store.iter_objects(older_than=cutoff)}
     unreachable = [i for i in all_objects if i not in reachable]
     doomed = [i for i in unreachable if i in old]
@@ -191,8 +194,11 @@ def collect_garbage(
             start += len(batch)
             if progress is not None:
                 progress("sweeping", min(start, len(doomed)), len(doomed))
-    if not dry_run:
-        _rewrite_graph(store, reachable, bool(graph_roots))
+    if not dry_run and _rewrite_graph(store, reachable, bool(graph_roots)):
+        kept = mark_reachable(store, chain_objects(store), [])
+        replaced = [i for i in graph_objects if i not in kept]
+        if replaced:
+            deleted += store.delete_many(replaced)
     reclaimed = 0
     if deleted:
         try:
@@ -211,9 +217,10 @@ def collect_garbage(
     )
 
 
-def _rewrite_graph(store: Store, reachable: set[ObjectId], had_graph: bool) -> None:
+def _rewrite_graph(store: Store, reachable: set[ObjectId], had_graph: bool) -> bool:
     """Write the commit graph afresh over the commits that survived (when there was one, or
-    the history is long enough to want one); a failure only leaves walks slower."""
+    the history is long enough to want one); whether that worked (a failure only leaves
+    walks slower)."""
     try:
         write_graph(
             store,
@@ -228,6 +235,8 @@ def _rewrite_graph(store: Store, reachable: set[ObjectId], had_graph: bool) -> N
             GCWarning,
             stacklevel=4,
         )
+        return False
+    return True
 
 
 def _mark_more(store: Store, roots: set[ObjectId], marked: set[ObjectId]) -> set[ObjectId]:
