@@ -230,3 +230,20 @@ def test_the_mirror_benchmark_prints_a_row_per_length_and_leaves_no_files(tmp_pa
         assert all(re.fullmatch(r"[\d.]+ MiB|—", cell) for cell in cells[5:]), row
     assert list(scratch.iterdir()) == []
     assert [path.name for path in tmp_path.iterdir()] == ["scratch"]
+
+
+def test_the_commit_graph_benchmark_prints_every_table(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        "--commits",
+        "30",
+        "--turns",
+        "12",
+        script=ROOT / "benchmarks" / "bench_graph.py",
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for title in ("### SQLite", "### LangGraph", "### S3 (SeaweedFS) cold log", "### S3 round"):
+        assert title in out, out
+    resolve = next(line for line in out.splitlines() if line.startswith("| resolve main~20"))
+    assert resolve.count("|") == 5
