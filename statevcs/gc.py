@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
+from .commitgraph import AUTO_WRITE_AFTER, chain_objects, check_graph, write_graph
 from .errors import CorruptObject, MissingObject, RefsChanged, StateVCSError, StoreError
 from .hashing import ObjectId, from_hex, to_hex
 from .objectdb import DICTIONARY_KEY, UPGRADE_MAP_KEY, ObjectDB, decode_stored
@@ -186,7 +187,14 @@ def collect_garbage(
     on_batch = None if progress is None else (lambda done: progress("marking", done, total))
     refs_state = store.refs_state()
     roots = reachability_roots(store)
+    # The commit graph's segments are kept through the sweep (they keep no commit alive), then
+    # replaced by a graph of the commits that survived, and deleted: a graph is only ever a
+    # faster way to the same answers, so a reader or writer still holding the old chain just
+    # reads commits instead.
+    graph_roots = chain_objects(store)
     reachable = mark_reachable(store, roots, on_batch=on_batch)
+    graph_objects = mark_reachable(store, graph_roots - reachable, [])  # damage: fsck's to name
+    reachable |= graph_objects
     old = {i for i, _ in store.iter_objects(older_than=cutoff)}
     unreachable = [i for i in all_objects if i not in reachable]
     doomed = _without_dictionaries(store, [i for i in unreachable if i in old], all_objects)
@@ -207,6 +215,11 @@ def collect_garbage(
             start += len(batch)
             if progress is not None:
                 progress("sweeping", min(start, len(doomed)), len(doomed))
+    if not dry_run and _rewrite_graph(store, reachable, bool(graph_roots)):
+        kept = mark_reachable(store, chain_objects(store), [])
+        replaced = [i for i in graph_objects if i not in kept]
+        if replaced:
+            deleted += store.delete_many(replaced)
     reclaimed = 0
     if deleted:
         try:
@@ -242,6 +255,28 @@ def _without_dictionaries(
 
 _DICTIONARY_SIZES = (1024, 1024 * 1024)
 """The sizes a stored dictionary can have (trained ones are 32 KiB)."""
+
+
+def _rewrite_graph(store: Store, reachable: set[ObjectId], had_graph: bool) -> bool:
+    """Write the commit graph afresh over the commits that survived (when there was one, or
+    the history is long enough to want one); whether that worked (a failure only leaves
+    walks slower)."""
+    try:
+        write_graph(
+            store,
+            rebuild=True,
+            keep=reachable.__contains__,
+            min_commits=1 if had_graph else AUTO_WRITE_AFTER,
+        )
+    except StateVCSError as exc:
+        warnings.warn(
+            f"gc could not rewrite the commit graph ({exc}); walks stay correct but slower "
+            "until `statevcs commit-graph write` succeeds",
+            GCWarning,
+            stacklevel=4,
+        )
+        return False
+    return True
 
 
 def _mark_more(store: Store, roots: set[ObjectId], marked: set[ObjectId]) -> set[ObjectId]:
@@ -303,6 +338,12 @@ def check_repository(store: Store, db: ObjectDB) -> FsckReport:
         reachable = mark_reachable(store, reachability_roots(store), problems)
     except StateVCSError as exc:
         problems.append(f"refs cannot be checked: {exc}")
+    try:
+        graph_roots = chain_objects(store) - reachable
+        reachable |= mark_reachable(store, graph_roots, [])  # its damage is named below
+        problems.extend(check_graph(store))
+    except StateVCSError as exc:
+        problems.append(f"the commit graph cannot be checked: {exc}")
     if listed:
         problems.extend(_unstored(store, reachable - set(ids)))
     return FsckReport(

@@ -10,34 +10,76 @@ import heapq
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
-from .errors import CorruptObject
+from .commitgraph import PersistedGraph, load_graph
+from .errors import CorruptObject, StateVCSError
 from .hashing import ObjectId, to_hex
 from .objectdb import ObjectDB
-from .objects import CommitObject
+from .objects import CommitObject, decode
 
 _FIRST_READ_AHEAD = 16
 _MAX_READ_AHEAD = 1024
 
 
 class CommitGraph:
-    """Parents and timestamps of commits, read once each from an object database."""
+    """Parents, timestamps and generations of commits, read once each from an object database.
 
-    def __init__(self, db: ObjectDB) -> None:
+    Commits the persisted commit graph covers (:mod:`statevcs.commitgraph`) are answered from
+    it without reading them; the others are read from the store. With ``persisted=False``
+    the persisted graph is not used (the answers are the same, only slower).
+    """
+
+    def __init__(self, db: ObjectDB, *, persisted: bool = True) -> None:
         self._db = db
         self._commits: dict[ObjectId, CommitObject] = {}
         self._read_ahead = _FIRST_READ_AHEAD
+        self.persisted: PersistedGraph | None = None
+        """The persisted graph used (``None``: none written, or not asked for)."""
+        if persisted:
+            try:
+                self.persisted = load_graph(db.store)
+            except StateVCSError:
+                self.persisted = None  # an unreadable graph only makes walks slower
 
     def commit(self, commit_id: ObjectId) -> CommitObject:
         """Return the commit object ``commit_id`` (``CorruptObject`` if it is something else)."""
         found = self._commits.get(commit_id)
         if found is None:
-            self._load([commit_id])
-            found = self._commits[commit_id]
+            found = self._from_graph(commit_id)
+            if found is None:
+                self._load([commit_id])
+                found = self._commits[commit_id]
         return found
+
+    def _from_graph(self, commit_id: ObjectId) -> CommitObject | None:
+        """The commit from the persisted graph's data, checked against its id and the graph."""
+        graph = self.persisted
+        if graph is None:
+            return None
+        record = graph.commit_record(commit_id)
+        if record is None:
+            return None
+        data, recorded_time = record
+        obj = decode(commit_id, data)
+        if not isinstance(obj, CommitObject):
+            raise CorruptObject(to_hex(commit_id), f"expected a commit, found {type(obj).__name__}")
+        # Once decoded, the commit's own parents are the ones used; its time ordered the walk.
+        if obj.timestamp_us != recorded_time:
+            raise CorruptObject(
+                to_hex(commit_id),
+                "the commit graph records another time for it; run "
+                "`statevcs fsck`, then `statevcs commit-graph write`",
+            )
+        self._commits[commit_id] = obj
+        return obj
 
     def preload(self, ids: Iterable[ObjectId]) -> None:
         """Read the commits in ``ids`` that are not loaded yet in one batch."""
-        wanted = [i for i in dict.fromkeys(ids) if i not in self._commits]
+        graph = self.persisted
+        wanted = [
+            i
+            for i in dict.fromkeys(ids)
+            if i not in self._commits and (graph is None or i not in graph)
+        ]
         if wanted:
             self._load(wanted)
 
@@ -56,14 +98,58 @@ class CommitGraph:
         for other_id, other in loaded.items():
             if isinstance(other, CommitObject):
                 self._commits.setdefault(other_id, other)
+        graph = self.persisted
+        if graph is not None:
+            for commit_id, obj in loaded.items():
+                if isinstance(obj, CommitObject):
+                    self._check(graph, commit_id, obj)
+
+    @staticmethod
+    def _check(graph: PersistedGraph, commit_id: ObjectId, obj: CommitObject) -> None:
+        """Refuse a graph that records another time or other parents for a commit than the
+        commit has (a walk may have been ordered or cut by them)."""
+        stamp = graph.timestamp(commit_id)
+        if stamp is None:
+            return
+        if stamp != obj.timestamp_us or graph.parents(commit_id) != obj.parents:
+            raise CorruptObject(
+                to_hex(commit_id),
+                "the commit graph records another time or other parents for it; run "
+                "`statevcs fsck`, then `statevcs commit-graph write --rebuild`",
+            )
 
     def parents(self, commit_id: ObjectId) -> tuple[ObjectId, ...]:
         """Return the parents of ``commit_id``."""
+        found = self._commits.get(commit_id)
+        if found is not None:
+            return found.parents
+        graph = self.persisted
+        if graph is not None:
+            parents = graph.parents(commit_id)
+            if parents is not None:
+                return parents
         return self.commit(commit_id).parents
 
     def timestamp(self, commit_id: ObjectId) -> int:
         """Return the commit's timestamp in microseconds."""
+        found = self._commits.get(commit_id)
+        if found is not None:
+            return found.timestamp_us
+        graph = self.persisted
+        if graph is not None:
+            stamp = graph.timestamp(commit_id)
+            if stamp is not None:
+                return stamp
         return self.commit(commit_id).timestamp_us
+
+    def generation(self, commit_id: ObjectId) -> int | None:
+        """Return the commit's generation when the persisted graph covers it, else ``None``.
+
+        Generations grow strictly from parent to child: a commit can only reach commits of a
+        lower generation.
+        """
+        graph = self.persisted
+        return None if graph is None else graph.generation(commit_id)
 
 
 def walk(
@@ -119,16 +205,34 @@ def is_ancestor(graph: CommitGraph, ancestor: ObjectId, descendant: ObjectId) ->
     """Return whether ``ancestor`` is reachable from ``descendant`` (or equal to it)."""
     if ancestor == descendant:
         return True
+    # No pruning by timestamp: the clocks of different writers may disagree. Generations
+    # (from the persisted graph) cannot: a commit at or below the ancestor's cannot reach it.
+    floor = graph.generation(ancestor)
+    if floor is not None:
+        level = graph.generation(descendant)
+        if level is not None and level <= floor:
+            return False
+    generation = graph.generation
+    persisted = graph.persisted
     seen = {descendant}
     todo = [descendant]
     while todo:
         current = todo.pop()
+        if persisted is not None:
+            reached = persisted.reaches(current, ancestor)  # the covered part, at C speed
+            if reached is not None:
+                if reached:
+                    return True
+                continue
         for parent in graph.parents(current):
             if parent == ancestor:
                 return True
             if parent not in seen:
                 seen.add(parent)
-                # No pruning by timestamp: the clocks of different writers may disagree.
+                if floor is not None:
+                    level = generation(parent)
+                    if level is not None and level <= floor:
+                        continue
                 todo.append(parent)
     return False
 

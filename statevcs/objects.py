@@ -9,6 +9,8 @@ that was committed.
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +33,7 @@ KIND_COMMIT = "commit"
 KIND_ZDICT = "zdict"
 ZDICT_PREFIX = b"\x92\xa5zdict"
 """How every ``zdict`` object's encoding starts (such objects are never compressed)."""
+KIND_GRAPH = "graph"
 
 SNAPSHOT_FORMAT = 1
 """The snapshot version format-1 repositories write (message leaves hold ids only)."""
@@ -150,8 +153,99 @@ class ZstdDictionary:
     data: bytes
 
 
+def packed(kind: str, values: Sequence[int]) -> bytes:
+    """``values`` as a little-endian array of ``kind`` (``"I"``: uint32, ``"q"``: int64)."""
+    out = array(kind, values)
+    if sys.byteorder == "big":
+        out.byteswap()
+    return out.tobytes()
+
+
+def unpacked(kind: str, data: bytes) -> array[int]:
+    """The array :func:`packed` wrote (``ValueError`` for a length that is no multiple)."""
+    out = array(kind)
+    out.frombytes(data)
+    if sys.byteorder == "big":
+        out.byteswap()
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class GraphSegment:
+    """A batch of the commit graph (like one git commit-graph file of a split chain).
+
+    ``ids`` holds the commits' ids end to end, parents before children. Commit ``i``'s
+    parents are ``parents[parent_ends[i - 1]:parent_ends[i]]``, by number: below
+    ``len(segment)`` a commit of this segment, else ``externals[number - len(segment)]`` (a
+    commit of an older segment). ``generations`` are git's topological levels (1 for a root,
+    else 1 + the highest parent's); ``timestamps`` the commits' own. A framework's id
+    (``kind=value``, every kind in ``label_kinds``) is found by its :func:`label_key` in the
+    sorted ``label_keys`` (8 bytes each), next to the position of a commit carrying it in
+    ``label_positions``. ``data`` is a blob holding the
+    commits' encoded bytes end to end, commit ``i`` ending at ``ends[i]``: a cold ``log``
+    reads it in one read (``None`` and no ``ends`` where reading commits is cheap anyway).
+    Numbers are packed little-endian arrays (uint32; int64 times).
+    Every field is derived from the commits themselves, so a segment is true forever.
+    """
+
+    ids: bytes
+    externals: bytes
+    parents: array[int]
+    parent_ends: array[int]
+    generations: array[int]
+    timestamps: array[int]
+    label_kinds: tuple[str, ...]
+    label_keys: bytes
+    label_positions: array[int]
+    data: ObjectId | None
+    ends: array[int]
+
+    def __len__(self) -> int:
+        return len(self.ids) // ID_SIZE
+
+    def id_at(self, position: int) -> ObjectId:
+        """The id of the commit at ``position``."""
+        return self.ids[position * ID_SIZE : (position + 1) * ID_SIZE]
+
+    def labelled(self, name: str) -> list[int]:
+        """The positions of the commits whose label key is ``name``'s (a binary search).
+
+        Keys are 8-byte hashes: a caller checks the commits it gets against the id it wanted.
+        """
+        key = label_key(name)
+        keys = self.label_keys
+        low, high = 0, len(keys) // LABEL_KEY_SIZE
+        while low < high:
+            middle = (low + high) // 2
+            if keys[middle * LABEL_KEY_SIZE : (middle + 1) * LABEL_KEY_SIZE] < key:
+                low = middle + 1
+            else:
+                high = middle
+        found = []
+        while keys[low * LABEL_KEY_SIZE : (low + 1) * LABEL_KEY_SIZE] == key:
+            found.append(self.label_positions[low])
+            low += 1
+        return found
+
+
+LABEL_KEY_SIZE = 8
+
+
+def label_key(name: str) -> bytes:
+    """The 8-byte key a graph segment finds label ``name`` by."""
+    return hash_bytes(name.encode("utf-8", "surrogatepass"))[:LABEL_KEY_SIZE]
+
+
 StoredObject = (
-    Blob | Doc | Chunked | ListNode | MapNode | SnapshotObject | CommitObject | ZstdDictionary
+    Blob
+    | Doc
+    | Chunked
+    | ListNode
+    | MapNode
+    | SnapshotObject
+    | CommitObject
+    | GraphSegment
+    | ZstdDictionary
 )
 
 _packb: Callable[[Any], bytes] = documents.ThreadSafePacker(use_bin_type=True, autoreset=True)
@@ -263,6 +357,23 @@ def _encode(obj: StoredObject) -> bytes:
                 obj.timestamp_us,
                 obj.message,
                 canonical(obj.metadata),
+            ]
+        )
+    if isinstance(obj, GraphSegment):
+        return _packb(
+            [
+                KIND_GRAPH,
+                obj.ids,
+                obj.externals,
+                packed("I", obj.parents),
+                packed("I", obj.parent_ends),
+                packed("I", obj.generations),
+                packed("q", obj.timestamps),
+                list(obj.label_kinds),
+                obj.label_keys,
+                packed("I", obj.label_positions),
+                obj.data,
+                packed("I", obj.ends),
             ]
         )
     raise TypeError(f"not a statevcs object: {type(obj).__name__}")
@@ -459,7 +570,63 @@ def _from_raw(raw: Any) -> StoredObject:
         return CommitObject(
             _id(raw[1], "commit snapshot"), _ids(raw[2], "parents"), author, ts, message, metadata
         )
+    if kind == KIND_GRAPH:
+        _expect(raw, 12, kind)
+        return _graph_segment(raw)
     raise ValueError(f"unknown object kind {kind!r}")
+
+
+def _array(value: Any, kind: str, what: str, size: int | None = None) -> array[int]:
+    if type(value) is not bytes:
+        raise ValueError(f"graph {what} must be bytes")
+    out = unpacked(kind, value)
+    if size is not None and len(out) != size:
+        raise ValueError(f"graph {what} must hold {size} numbers")
+    return out
+
+
+def _graph_segment(raw: list[Any]) -> GraphSegment:
+    ids, externals, parents, parent_ends, gens, stamps, kinds, keys, positions, data, ends = raw[1:]
+    if type(ids) is not bytes or not ids or len(ids) % ID_SIZE:
+        raise ValueError(f"graph ids must be a non-empty multiple of {ID_SIZE} bytes")
+    if type(externals) is not bytes or len(externals) % ID_SIZE:
+        raise ValueError(f"graph externals must be a multiple of {ID_SIZE} bytes")
+    count = len(ids) // ID_SIZE
+    flat = _array(parents, "I", "parents")
+    bounds = _array(parent_ends, "I", "parent ends", count)
+    # Structure only, checked at C speed: any hash-valid segment walks without error.
+    # Whether its numbers are true to its commits is fsck's to check (check_graph).
+    if list(bounds) != sorted(bounds) or bounds[-1] != len(flat):
+        raise ValueError("graph parent ends must grow to the number of parents")
+    if flat and max(flat) >= count + len(externals) // ID_SIZE:
+        raise ValueError("a graph parent number is out of range")
+    generations = _array(gens, "I", "generations", count)
+    if min(generations) < 1:
+        raise ValueError("graph generations must be positive")
+    timestamps = _array(stamps, "q", "timestamps", count)
+    if type(kinds) is not list or not all([type(k) is str for k in kinds]):
+        raise ValueError("graph label kinds must be a list of strings")
+    if type(keys) is not bytes or len(keys) % LABEL_KEY_SIZE:
+        raise ValueError(f"graph label keys must be a multiple of {LABEL_KEY_SIZE} bytes")
+    label_positions = _array(positions, "I", "label positions", len(keys) // LABEL_KEY_SIZE)
+    if label_positions and max(label_positions) >= count:
+        raise ValueError("a graph label names a position out of range")
+    data_ends = _array(ends, "I", "ends", 0 if data is None else count)
+    if list(data_ends) != sorted(data_ends):
+        raise ValueError("graph ends must not decrease")
+    return GraphSegment(
+        ids,
+        externals,
+        flat,
+        bounds,
+        generations,
+        timestamps,
+        tuple(kinds),
+        keys,
+        label_positions,
+        None if data is None else _id(data, "graph data"),
+        data_ends,
+    )
 
 
 def children(obj: StoredObject) -> Sequence[ObjectId]:
@@ -481,6 +648,9 @@ def children(obj: StoredObject) -> Sequence[ObjectId]:
         )
     if isinstance(obj, CommitObject):
         return (obj.snapshot, *obj.parents)
+    if isinstance(obj, GraphSegment):
+        # Not its commits: a graph keeps no commit from garbage collection.
+        return () if obj.data is None else (obj.data,)
     return ()
 
 
@@ -493,6 +663,7 @@ _KIND_NAMES: dict[type, str] = {
     SnapshotObject: KIND_SNAPSHOT,
     CommitObject: KIND_COMMIT,
     ZstdDictionary: KIND_ZDICT,
+    GraphSegment: KIND_GRAPH,
 }
 
 

@@ -8,11 +8,13 @@ are written only through :meth:`ObjectDatabase.store`, and refs moved only throu
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from .commitfields import canonical_metadata, check_text, timestamp_us
+from .commitgraph import write_graph
 from .errors import (
     CorruptObject,
     InvalidRefName,
@@ -20,6 +22,7 @@ from .errors import (
     RepositoryError,
     SerializationError,
     StaleCache,
+    StateVCSError,
 )
 from .hashing import ObjectId, to_hex
 from .objectdb import ObjectDB, decode_stored
@@ -40,6 +43,8 @@ from .snapshot import (
 from .stores.base import ANY, Expected, RefUpdate, Store, StoredReflogEntry
 from .structures.chunking import Chunker
 from .structures.maps import read_map
+
+_COMMIT_TAG = b"\xa6commit"  # how an encoded commit's kind reads, near its start
 
 
 class ObjectDatabase(ObjectDB):
@@ -222,6 +227,7 @@ class Refs:
     def __init__(self, store: Store, objects: ObjectDatabase) -> None:
         self._store = store
         self._objects = objects
+        self._uncovered = 0  # commits written since this handle last wrote the commit graph
 
     def get(self, name: str) -> ObjectId | None:
         """Return the commit a full ref name points to, or ``None``."""
@@ -314,6 +320,17 @@ class Refs:
                     ) from None
             self._store.update_refs(updates, payload, generation=self._objects.generation)
         self._objects.mark_stored(payload)
+        self._count_commits(payload)
+
+    def _count_commits(self, payload: Mapping[ObjectId, bytes]) -> None:
+        """Write the commit graph once this handle wrote enough commits it does not cover."""
+        self._uncovered += sum(1 for data in payload.values() if _COMMIT_TAG in data[:8])
+        if self._uncovered < self._store.commit_graph_every:
+            return
+        self._uncovered = 0
+        # The graph only makes walks faster: a failure waits for the next write (or gc).
+        with contextlib.suppress(StateVCSError):
+            write_graph(self._store)
 
     def move(self, name: str, new: ObjectId | None, expected: Expected, message: str) -> None:
         """Compare-and-swap one ref (the store logs ``HEAD`` too when it is the default branch)."""

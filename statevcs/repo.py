@@ -25,6 +25,7 @@ from .adapters import (
     transient_keys,
 )
 from .commitfields import canonical_metadata, check_text, copy_tree, timestamp_us
+from .commitgraph import GraphWriteReport, write_graph
 from .diff import SnapshotDiff, diff_snapshots
 from .durations import as_duration
 from .errors import (
@@ -821,9 +822,13 @@ class Repo:
         """
         _check_str(rev, "rev")
         _check_limit(limit)
-        if rev in (HEAD, "@") and self._head_value() is None:
-            return iter(())
-        return self._walk([self._resolve(rev)], limit=limit, all_parents=all_parents)
+        # One consistent read of the refs and the commit graph's chain (one request on S3).
+        with self._store.operation():
+            if rev in (HEAD, "@") and self._head_value() is None:
+                return iter(())
+            start = self._resolve(rev)
+            graph = CommitGraph(self.objects)
+        return self._walk([start], limit=limit, all_parents=all_parents, graph=graph)
 
     def log_all(self, *, limit: int | None = None, all_parents: bool = True) -> Iterator[Commit]:
         """Yield every commit reachable from any branch, tag or ``HEAD``, newest first.
@@ -842,9 +847,16 @@ class Repo:
         yield from self._walk(list(dict.fromkeys(starts)), limit=limit, all_parents=all_parents)
 
     def _walk(
-        self, starts: Sequence[ObjectId], *, limit: int | None, all_parents: bool
+        self,
+        starts: Sequence[ObjectId],
+        *,
+        limit: int | None,
+        all_parents: bool,
+        graph: CommitGraph | None = None,
     ) -> Iterator[Commit]:
-        graph = CommitGraph(self.objects)
+        if graph is None:
+            with self._store.operation():  # the graph's chain read with the refs (S3: one read)
+                graph = CommitGraph(self.objects)
         for commit_id, obj in walk(graph, starts, first_parent=not all_parents, limit=limit):
             yield _commit_from(commit_id, obj)
 
@@ -1139,6 +1151,19 @@ class Repo:
             if report.deleted and not dry_run:
                 self.objects.forget()
             return report
+
+    def write_commit_graph(self, *, rebuild: bool = False) -> GraphWriteReport:
+        """Cover every commit reachable from a ref in the persisted commit graph.
+
+        Walks (``~n``, ``log``, ``merge_base``, ``is_ancestor``) and lookups by a framework's
+        id (a LangGraph ``checkpoint_id``) in any handle then read the graph instead of one
+        commit at a time. Written by itself after every :data:`~statevcs.commitgraph.
+        AUTO_WRITE_AFTER` commits of a handle (S3: 8) and by :meth:`gc`; ``rebuild=True`` writes it
+        from scratch. See docs/commit-graph.md.
+        """
+        _check_bool(rebuild, "rebuild")
+        with self._lock:
+            return write_graph(self.store, rebuild=rebuild)
 
     def fsck(self) -> FsckReport:
         """Re-hash every object and check every ref and reachable link; never raises early."""
@@ -1470,6 +1495,7 @@ class _Context:
     def __init__(self, repo: Repo, *, head: str | None = None) -> None:
         self.repo = repo
         self.head = head  # a live object's own branch, standing in for the handle's HEAD
+        self._graph: CommitGraph | None = None  # read on the first ~n or ^n
 
     def ref_value(self, full_name: str) -> ObjectId | None:
         if full_name == HEAD:
@@ -1513,7 +1539,9 @@ class _Context:
 
     def parents(self, commit_id: ObjectId) -> tuple[ObjectId, ...]:
         try:
-            return self.repo._load_commit(commit_id).parents
+            if self._graph is None:
+                self._graph = CommitGraph(self.repo.objects)
+            return self._graph.parents(commit_id)
         except (MissingObject, CorruptObject) as exc:
             raise UnknownRevision(
                 f"cannot walk history from {to_hex(commit_id)[:12]}: {exc}"

@@ -244,3 +244,20 @@ def test_the_serve_benchmark_prints_every_request_and_leaves_no_files(tmp_path: 
         line = next(line for line in lines if line.startswith(row))
         assert len(line[len(row) :].split()) == 4, line
     assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_the_commit_graph_benchmark_prints_every_table(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        "--commits",
+        "30",
+        "--turns",
+        "12",
+        script=ROOT / "benchmarks" / "bench_graph.py",
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for title in ("### SQLite", "### LangGraph", "### S3 (SeaweedFS) cold log", "### S3 round"):
+        assert title in out, out
+    resolve = next(line for line in out.splitlines() if line.startswith("| resolve main~20"))
+    assert resolve.count("|") == 5

@@ -95,6 +95,7 @@ def test_the_group_runs_every_command_module() -> None:
         "fsck",
         "stats",
         "upgrade",
+        "commit-graph",
         "export-git",
         "import-git",
         "mcp",

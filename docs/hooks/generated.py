@@ -110,6 +110,18 @@ def cli_reference() -> str:
         ]
         if command.epilog:
             parts += ["", _help_text(command.epilog)]
+        for sub_name, sub in getattr(command, "commands", {}).items():  # a group's commands
+            sub_ctx = click.Context(sub, info_name=sub_name, parent=ctx)
+            anchor = f"statevcs-{name}-{sub_name}"
+            parts += [
+                "",
+                f"##### `statevcs {name} {sub_name}` {{#{anchor}}}",
+                "",
+                _help_text(sub.help),
+                "",
+                "```text\n" + sub.get_usage(sub_ctx) + "\n```",
+                _params(sub, sub_ctx),
+            ]
     return "\n".join(parts) + "\n"
 
 

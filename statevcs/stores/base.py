@@ -109,6 +109,16 @@ class Store(abc.ABC):
 
     url: str = ""
 
+    commit_graph_every: int = 64
+    """How many commits a handle writes before it brings the persisted commit graph up to date
+    (:mod:`statevcs.commitgraph`). A remote store asks sooner: there each commit the graph does
+    not cover costs a reader one round trip."""
+
+    commit_graph_data: bool = False
+    """Whether the commit graph's segments carry their commits' bytes too, so that a cold
+    ``log`` reads a few objects instead of every commit: worth the extra bytes where each read
+    is a round trip (S3), not where reading a stretch of commits is one local query."""
+
     # --- objects --------------------------------------------------------------
 
     @abc.abstractmethod

@@ -879,6 +879,9 @@ class S3Store(Store):
     store-level entry points the registry uses.
     """
 
+    commit_graph_every = 8  # an uncovered commit costs a cold reader one GET of its own
+    commit_graph_data = True  # a cold log reads the graph's data, not one GET per commit
+
     def __init__(self, location: S3Location, *, client: _Client | None = None) -> None:
         self.location = location
         self.url = location.url

@@ -19,8 +19,19 @@ from .langgraph_support import chat_graph, checkpoint, checkpoint_uuid, config_o
 
 
 def _stored(repo: statevcs.Repo) -> tuple[int, int]:
-    sizes = [size for _, size in repo.store.iter_objects()]
+    """Objects and bytes the saver's checkpoints hold (the commit graph is counted apart)."""
+    graph = _graph_objects(repo)
+    sizes = [size for object_id, size in repo.store.iter_objects() if object_id not in graph]
     return len(sizes), sum(sizes)
+
+
+def _graph_objects(repo: statevcs.Repo) -> set[bytes]:
+    found = set()
+    for object_id, _ in repo.store.iter_objects():
+        data = repo.store.get_many([object_id])[object_id]
+        if b"\xa5graph" in data[:8]:
+            found.add(object_id)
+    return found
 
 
 def test_objects_written_per_turn_stay_flat_as_the_thread_grows() -> None:
@@ -43,6 +54,11 @@ def test_objects_written_per_turn_stay_flat_as_the_thread_grows() -> None:
     # writes); it was 20 objects and 7 KB when put_writes rewrote the checkpoint's commit.
     assert mean(n for n, _ in late) <= 18
     assert mean(b for _, b in late) <= 5_500
+    # The commit graph (about 80 bytes per commit it covers, rewritten O(log n) times until
+    # gc drops the old segments) stays a small fraction of what the checkpoints hold.
+    graph = _graph_objects(repo)
+    graph_bytes = sum(size for i, size in repo.store.iter_objects() if i in graph)
+    assert 0 < graph_bytes <= 0.15 * _stored(repo)[1]
     # put_writes never rewrites a checkpoint: one commit object per checkpoint, no copies.
     checkpoint_commits = 0
     for object_id, _size in repo.store.iter_objects():

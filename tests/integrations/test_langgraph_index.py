@@ -137,11 +137,14 @@ def test_a_deep_lookup_walks_once_then_time_travel_is_direct(
     walks = 0
     for _ in range(3):
         assert exact(_tuple_shape(saver.get_tuple(oldest)), _tuple_shape(expected))
-    assert walks == 1
+    # The persisted commit graph (written every 64 commits) answers by label without a walk;
+    # else the first lookup walks once and leaves an index.
+    first = 0 if saver._counts["graph hits"] else 1
+    assert walks == first
     # The saver's own steps keep the index; a fork from an old checkpoint finds its parent
     # without a walk, and every checkpoint reads back as a fresh handle reads it.
     forked = app.update_state(oldest, {"messages": [HumanMessage(content="fork", id="f1")]})
-    assert walks == 1
+    assert walks == first
     configs = [forked, *(state.config for state in history[::17])]
     expected_all = [_tuple_shape(StateVCSSaver(repo).get_tuple(c)) for c in configs]
     walks = 0
@@ -149,11 +152,11 @@ def test_a_deep_lookup_walks_once_then_time_travel_is_direct(
         assert exact(_tuple_shape(saver.get_tuple(config_)), want)
     assert walks == 0
     # Another handle moves the thread: the index no longer matches its heads, so the next
-    # deep lookup walks again (and sees the other handle's checkpoint).
+    # deep lookup walks again (and sees the other handle's checkpoint), or reads the labels.
     other = chat_graph(StateVCSSaver(repo))
     other.invoke({"messages": [HumanMessage(content="elsewhere", id="e1")]}, config)
     assert exact(_tuple_shape(saver.get_tuple(oldest)), _tuple_shape(expected))
-    assert walks == 1
+    assert walks == first
     latest = other.get_state(config).config
     assert exact(
         _tuple_shape(saver.get_tuple(latest)), _tuple_shape(StateVCSSaver(repo).get_tuple(latest))

@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fsck": ("maintenance", "fsck"),
     "stats": ("maintenance", "stats"),
     "upgrade": ("maintenance", "upgrade"),
+    "commit-graph": ("maintenance", "commit_graph"),
     "export-git": ("mirror", "export_git"),
     "import-git": ("mirror", "import_git"),
     "mcp": ("mcp", "mcp"),

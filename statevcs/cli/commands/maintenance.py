@@ -1,4 +1,4 @@
-"""Looking after a repository: ``gc``, ``fsck``, ``stats`` and ``upgrade``."""
+"""Looking after a repository: ``gc``, ``fsck``, ``stats``, ``upgrade`` and ``commit-graph``."""
 
 from __future__ import annotations
 
@@ -261,4 +261,28 @@ def upgrade(as_json: bool) -> None:
     )
 
 
-__all__ = ["fsck", "gc", "stats", "upgrade"]
+@click.group("commit-graph")
+def commit_graph() -> None:
+    """The persisted commit graph that makes walks and lookups by id fast (see
+    docs/commit-graph.md). It is written by itself as commits land and by gc."""
+
+
+@commit_graph.command("write")
+@click.option("--rebuild", is_flag=True, help="Write it from scratch (one segment).")
+@json_option
+def commit_graph_write(rebuild: bool, as_json: bool) -> None:
+    """Cover every commit a ref reaches in the commit graph."""
+    state = current_state()
+    report = state.repo().write_commit_graph(rebuild=rebuild)
+    if as_json:
+        emit_json({"added": report.added, "commits": report.commits, "segments": report.segments})
+        return
+    state.out.print(
+        text(
+            f"the commit graph covers {report.commits} commits ({report.added} new) in "
+            f"{report.segments} segment{'s' if report.segments != 1 else ''}"
+        )
+    )
+
+
+__all__ = ["commit_graph", "fsck", "gc", "stats", "upgrade"]

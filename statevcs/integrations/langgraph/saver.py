@@ -271,6 +271,10 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         if index is not None:
             self._counts["index hits"] += 1
             return index.find(self.repo, checkpoint_id)
+        labelled = store.find_by_label(self.repo, heads, checkpoint_id)
+        if labelled is not None:
+            self._counts["graph hits"] += 1
+            return labelled
         found, folders, index = store.find_or_index(self.repo, heads, checkpoint_id)
         if index is not None:
             self._keep_index(key, index)

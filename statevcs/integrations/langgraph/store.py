@@ -32,9 +32,10 @@ from typing import Any, overload
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ...commitfields import canonical_metadata, check_text, timestamp_us
+from ...commitgraph import label
 from ...errors import CorruptObject, SerializationError, StateVCSError
 from ...hashing import ObjectId, hash_bytes, to_hex
-from ...history import CommitGraph, walk
+from ...history import CommitGraph, is_ancestor, walk
 from ...objects import CommitObject, SnapshotObject, encode_doc
 from ...plumbing import ObjectDatabase
 from ...repo import Repo
@@ -706,6 +707,81 @@ def find_or_index(
         if candidate.commit_id not in head_ids:
             index.add(candidate)
     return target, folders, index
+
+
+def find_by_label(
+    repo: Repo, heads: Heads, checkpoint_id: str
+) -> tuple[Stored | None, list[Stored]] | None:
+    """:func:`find_or_index`'s checkpoint and folding commits from the persisted commit graph's
+    labels, without a walk of the namespace: ``None`` when the graph cannot decide (none
+    written, not closed, or the id on more than one reachable commit), then walk instead.
+
+    Covered commits are found by their labels, the few newer ones by a walk that stops at
+    covered commits; a candidate counts only if a head of the namespace reaches it.
+    """
+    head_ids = heads.commits()
+    for head in head_ids:
+        found = load(repo.objects, head)
+        if found.checkpoint_id == checkpoint_id:
+            return found, []
+    graph = CommitGraph(repo.objects)
+    persisted = graph.persisted
+    if persisted is None or not head_ids:
+        return None
+    targets = persisted.labelled(label("langgraph.checkpoint_id", checkpoint_id))
+    children = persisted.labelled(label("langgraph.parent_checkpoint_id", checkpoint_id))
+    if targets is None or children is None:
+        return None
+    seen = set(head_ids)
+    todo = [h for h in head_ids if h not in persisted]
+    while todo:  # the commits the graph does not cover yet: below them, it covers everything
+        commit_id = todo.pop()
+        commit = graph.commit(commit_id)
+        info = commit.metadata.get(INFO)
+        if not isinstance(info, dict):
+            return None  # not a checkpoint: the walk says so
+        if info.get("checkpoint_id") == checkpoint_id:
+            targets.append(commit_id)
+        if info.get("parent_checkpoint_id") == checkpoint_id:
+            children.append(commit_id)
+        for parent in commit.parents:
+            if parent not in seen and parent not in persisted:
+                seen.add(parent)
+                todo.append(parent)
+
+    def reached(commit_id: ObjectId) -> bool:
+        return any(is_ancestor(graph, commit_id, head) for head in head_ids)
+
+    # Labels are found by 8-byte keys: keep only the commits that carry the id itself.
+    candidates = [
+        c for c in dict.fromkeys(targets) if _info(graph, c).get("checkpoint_id") == checkpoint_id
+    ]
+    kids = [
+        stored(c, graph.commit(c))
+        for c in dict.fromkeys(children)
+        if _info(graph, c).get("parent_checkpoint_id") == checkpoint_id
+    ]
+    # A above child on top of a reachable candidate makes that candidate reachable too.
+    above = [
+        k
+        for k in kids
+        if k.commit.parents[:1] and k.commit.parents[0] in candidates and reached(k.commit_id)
+    ]
+    if above:
+        reachable = list(dict.fromkeys(k.commit.parents[0] for k in above))
+        others = [c for c in candidates if c not in reachable]
+        reachable += [c for c in others if reached(c)]
+    else:
+        reachable = [c for c in candidates if reached(c)]
+    if len(reachable) != 1:
+        return (None, []) if not reachable else None
+    target = stored(reachable[0], graph.commit(reachable[0]))
+    return target, folding([k for k in above if k.commit.parents[0] == target.commit_id], target)
+
+
+def _info(graph: CommitGraph, commit_id: ObjectId) -> dict[str, Any]:
+    info = graph.commit(commit_id).metadata.get(INFO)
+    return info if isinstance(info, dict) else {}
 
 
 def index_of(repo: Repo, heads: Heads) -> Index:
