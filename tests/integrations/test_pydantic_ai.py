@@ -17,10 +17,10 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from pydantic_ai import Agent  # noqa: E402
-from pydantic_ai.messages import (  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
     BinaryContent,
     ModelMessage,
     ModelMessagesTypeAdapter,
@@ -36,12 +36,12 @@ from pydantic_ai.messages import (  # noqa: E402
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
-from pydantic_ai.models.test import TestModel  # noqa: E402
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
 
-from statevcs import Repo  # noqa: E402
-from statevcs.errors import RefConflict, UnsupportedObject  # noqa: E402
-from statevcs.integrations.pydantic_ai import KIND, AgentHistory, MessageHistory  # noqa: E402
+from statevcs import Repo
+from statevcs.errors import RefConflict, UnsupportedObject
+from statevcs.integrations.pydantic_ai import KIND, AgentHistory, MessageHistory
 
 T = TypeVar("T")
 
@@ -315,7 +315,9 @@ hostile = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(items=hostile, position=st.integers(min_value=0, max_value=3))
 def test_hostile_lists_are_refused_and_nothing_is_written(
     repo: Repo, items: list[Any], position: int
@@ -328,7 +330,9 @@ def test_hostile_lists_are_refused_and_nothing_is_written(
     assert repo.branches() == before
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(value=st.one_of(st.none(), st.integers(), st.binary(), st.lists(st.text(), max_size=2)))
 def test_agent_history_names_the_argument_of_a_wrong_type(repo: Repo, value: Any) -> None:
     with pytest.raises(TypeError, match="branch"):
