@@ -243,6 +243,9 @@ def test_fork_at_an_event_shares_the_prefix(repo: Repo) -> None:
         assert after.bytes_stored - before.bytes_stored < 0.10 * before.bytes_stored
         again = await service.get_session(app_name="app", user_id="u", session_id="f3")
         assert [e.id for e in again.events[:360]] == [e.id for e in full.events[:360]]
+        at = await service.get_session_at(app_name="app", user_id="u", session_id="long", rev="~40")
+        assert [e.id for e in at.events] == [e.id for e in full.events[:360]]
+        assert at.state == {"turn": 179}
         with pytest.raises(AlreadyExistsError):
             await service.fork_session(
                 app_name="app", user_id="u", session_id="long", new_session_id="f1"

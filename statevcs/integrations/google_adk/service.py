@@ -291,6 +291,18 @@ class StateVCSSessionService(BaseSessionService):
 
     # --- beyond ADK ----------------------------------------------------------------------------
 
+    async def get_session_at(
+        self, *, app_name: str, user_id: str, session_id: str, rev: str
+    ) -> Session:
+        """The session as it was at revision ``rev`` (``~n``: n events back on its branch; or
+        any commit id), with today's app and user state merged in."""
+        branch = self.session_branch(app_name, user_id, session_id.strip())
+        if not self._exists(branch):
+            raise SessionNotFoundError(f"Session {session_id} not found.")
+        rev = _check_str(rev, "rev")
+        target = branch_ref(branch) + rev if rev.startswith(("~", "^")) else rev
+        return self._merged(self._load(self.repo.resolve(target), None))
+
     async def fork_session(
         self,
         *,
