@@ -1,4 +1,4 @@
-"""Peer benchmark: statevcs against LangGraph checkpointers, Strands session managers, JSON files.
+"""Peer benchmark: statevcs against LangGraph, Strands, OpenAI Agents, Pydantic AI and ADK stores.
 
 One command, one process, the same workloads for every system:
 
@@ -12,13 +12,19 @@ LangGraph ``StateGraph`` (one node appending the scripted assistant reply) on ``
 and on statevcs's ``StateVCSSaver``, each with a plain ``add_messages`` channel and with
 LangGraph's (beta) ``DeltaChannel``; a scripted Strands ``Agent`` with Strands'
 ``SnapshotSessionManager`` (an immutable snapshot per turn) and with statevcs's
-``StateVCSSessionManager``; and a plain JSON file per turn.
+``StateVCSSessionManager``; a plain JSON file per turn; and, each against its statevcs
+counterpart fed the same items per turn, the OpenAI Agents SDK's ``SQLiteSession``
+(``StateVCSSession``), Pydantic AI's own persistence, a ``ModelMessagesTypeAdapter`` JSON file
+per turn (``AgentHistory``), pydantic-ai-harness's ``SqliteStepStore`` (``StateVCSStepStore``)
+and Google ADK's ``SqliteSessionService`` (``StateVCSSessionService``). A framework store
+without history or forks gets them the way its users do: restore turn 10 reads the log's
+prefix, and a fork copies the conversation into a new session.
 
 Printed: bytes on disk with every connection closed and the WAL while open; per-turn
 persistence time (the saver's / session manager's own time) and whole-turn time around turn 50
 and at the last turns; full history listing; restore latest and restore turn 10 (a fresh
 connection each time); bytes per forked turn; W3; then every figure as a ratio to its statevcs
-counterpart, and the targets of issue 11. Scratch files live in a temp dir removed at exit.
+counterpart, and the targets of issues 11 and 21. Scratch files live in a temp dir removed at exit.
 
     python benchmarks/peers.py                     # the full workload (a few minutes)
     python benchmarks/peers.py --quick             # 200 turns, 3 forks, W3 at 100 / 1,000
@@ -1193,6 +1199,14 @@ class GoogleADKSystem(FrameworkSystem):
         return f"adk/bench/sessions/u/{session}"
 
 
+FRAMEWORKS: tuple[type[FrameworkSystem], ...] = (
+    OpenAIAgentsSystem,
+    PydanticAIHistorySystem,
+    PydanticAIStepsSystem,
+    GoogleADKSystem,
+)
+
+
 # --- running ------------------------------------------------------------------------------
 
 
@@ -1470,6 +1484,7 @@ def report(rows: list[Row], args: argparse.Namespace, sizes: list[int]) -> None:
 
     print_ratios(rows, args.turns, sizes)
     print_targets(rows, args.turns)
+    print_framework_targets(rows)
 
 
 def ratio(a: float | None, b: float | None) -> str:
@@ -1589,6 +1604,31 @@ def print_targets(rows: list[Row], turns: int) -> None:
             )
 
 
+def print_framework_targets(rows: list[Row]) -> None:
+    """Issue 21's targets: W1 bytes <= 1/20 of each framework's own store, restore latest no
+    slower."""
+    by_name = {row.name: row for row in rows if not row.status}
+    print("\n## Issue 21 targets (each framework's own store against its statevcs counterpart)\n")
+    for framework in FRAMEWORKS:
+        theirs = by_name.get(f"{framework.framework} {framework.theirs}")
+        ours = by_name.get(f"{framework.framework} {framework.ours}")
+        if theirs is None or ours is None:
+            print(f"- {framework.framework}: not run")
+            continue
+        assert theirs.bytes_closed is not None and ours.bytes_closed is not None
+        share = theirs.bytes_closed / ours.bytes_closed
+        print(
+            f"- [{'met' if share >= 20 else 'MISSED'}] {ours.name}: W1 bytes <= 1/20 of "
+            f"{theirs.name}: 1/{share:,.1f}"
+        )
+        if ours.restore_latest is not None and theirs.restore_latest is not None:
+            print(
+                f"- [{'met' if ours.restore_latest <= theirs.restore_latest else 'MISSED'}] "
+                f"{ours.name}: restore latest no slower than {theirs.name}: "
+                f"{ms(ours.restore_latest)} vs {ms(theirs.restore_latest)}"
+            )
+
+
 def machine() -> str:
     """One line naming the machine, Python and the peers' versions."""
     versions = []
@@ -1597,6 +1637,10 @@ def machine() -> str:
         "langgraph-checkpoint",
         "langgraph-checkpoint-sqlite",
         "strands-agents",
+        "openai-agents",
+        "pydantic-ai-slim",
+        "pydantic-ai-harness",
+        "google-adk",
         "statevcs",
     ):
         try:
