@@ -123,6 +123,8 @@ def test_events_round_trip_and_get_session_config(service: Any) -> None:
             e = event("user" if n % 2 == 0 else "agent", f"message {n}", timestamp=1000.0 + n)
             appended.append(await service.append_event(session, e))
         await service.append_event(session, event("agent", "partial", partial=True))
+        await service.append_event(session, appended[-1])  # a retried append: stored once
+        assert len(session.events) == 5
         got = await service.get_session(app_name="app", user_id="u", session_id="s")
         assert [e.model_dump() for e in got.events] == [e.model_dump() for e in appended]
         recent = await service.get_session(

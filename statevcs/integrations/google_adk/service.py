@@ -16,6 +16,7 @@ session at any event as a new branch pointing at that event's commit (O(1), shar
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,7 @@ from google.adk.sessions.state import State
 
 from ...adapters import tracked_messages
 from ...errors import RefConflict, StateVCSError
+from ...hashing import to_hex
 from ...refs import branch_ref, check_short_name
 from ...snapshot import Snapshot
 
@@ -41,6 +43,7 @@ KIND = "google_adk.session"
 """The snapshot kind of a session's commits."""
 _SCOPE_KIND = "google_adk.scoped_state"
 _ATTEMPTS = 8
+_CACHED = 64  # live session snapshots kept between calls (least recently used dropped)
 
 
 class SessionNameError(StateVCSError, ValueError):
@@ -91,6 +94,7 @@ class StateVCSSessionService(BaseSessionService):
         self.repo = repo
         self.prefix = check_short_name(_check_str(prefix, "prefix"))
         self.author = author
+        self._cache: OrderedDict[str, Snapshot] = OrderedDict()
 
     # --- names -----------------------------------------------------------------------------
 
@@ -140,6 +144,32 @@ class StateVCSSessionService(BaseSessionService):
 
     # --- writes ------------------------------------------------------------------------------
 
+    def _live(self, branch: str, kind: str) -> Snapshot:
+        """The branch tip's snapshot, kept between calls while no other writer moves the tip
+        (so an append encodes only the new event)."""
+        tip = self.repo.store.get_ref(branch_ref(branch))
+        live = self._cache.pop(branch, None)
+        if live is None or (
+            tip is not None
+            and (
+                self.repo.synced_commit(live) != to_hex(tip)
+                or self.repo.attached_branch(live) != branch
+            )
+        ):
+            live = Snapshot.model_construct(
+                kind=kind, messages=tracked_messages(), state={}, extras={}
+            )
+            if tip is not None:
+                self.repo.checkout(live, branch)
+        elif tip is None and (live.messages or live.extras):
+            live = Snapshot.model_construct(
+                kind=kind, messages=tracked_messages(), state={}, extras={}
+            )
+        self._cache[branch] = live
+        while len(self._cache) > _CACHED:
+            self._cache.popitem(last=False)
+        return live
+
     def _retry(
         self,
         branch: str,
@@ -150,17 +180,19 @@ class StateVCSSessionService(BaseSessionService):
     ) -> None:
         """Apply ``edit`` to the branch tip's snapshot and commit it; redo it on a moved tip."""
         for _attempt in range(_ATTEMPTS):
-            snapshot = Snapshot(kind=kind, messages=tracked_messages())
-            if self._exists(branch):
-                self.repo.checkout(snapshot, branch)
-            if not edit(snapshot):
-                return
+            snapshot = self._live(branch, kind)
             try:
+                if not edit(snapshot):
+                    return
                 self.repo.commit(
                     snapshot, message, branch=branch, author=self.author, metadata=metadata
                 )
             except RefConflict:
+                self._cache.pop(branch, None)  # another writer moved the tip: redo on it
                 continue
+            except BaseException:
+                self._cache.pop(branch, None)  # drop the edit: the next call reloads the tip
+                raise
             return
         raise RefConflict(
             branch_ref(branch), None, None, f"gave up after {_ATTEMPTS} attempts on {branch!r}"
@@ -263,6 +295,9 @@ class StateVCSSessionService(BaseSessionService):
         branch = self.session_branch(session.app_name, session.user_id, session.id)
         if not self._exists(branch):
             raise SessionNotFoundError(f"Session {session.id} not found.")
+        stored = self._live(branch, KIND).messages
+        if stored and stored[-1].get("id") == event.id and stored[-1] == event_record(event):
+            return event  # just appended (a retried call): as ADK's services, nothing changes
         event = await super().append_event(session=session, event=event)
         session.last_update_time = event.timestamp
         delta = dict(event.actions.state_delta) if event.actions else {}
@@ -270,8 +305,6 @@ class StateVCSSessionService(BaseSessionService):
         record = event_record(event)
 
         def edit(snapshot: Snapshot) -> bool:
-            if any(r.get("id") == event.id and r == record for r in snapshot.messages):
-                return False  # already appended (a retried call)
             snapshot.messages.append(record)
             snapshot.state.update(own)
             snapshot.extras["updated"] = event.timestamp
