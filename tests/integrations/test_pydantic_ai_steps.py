@@ -263,3 +263,34 @@ def test_run_ids_that_cannot_name_a_branch_are_refused(repo: Repo) -> None:
     with pytest.raises(TypeError, match="run_id"):
         store.branch_of(3)  # type: ignore[arg-type]
     assert repo.branches() == {}
+
+
+def test_two_stores_on_one_repository_see_each_others_writes(repo: Repo) -> None:
+    first, second = StateVCSStepStore(repo), StateVCSStepStore(repo)
+
+    async def scenario() -> None:
+        await first.register_run(RunRecord(run_id="r"))
+        for n in range(6):
+            store = first if n % 2 == 0 else second
+            await store.append_event(
+                StepEvent(run_id="r", kind="run_started", step_index=n, idempotency_key=f"k{n}")
+            )
+            await store.save_snapshot(
+                ContinuableSnapshot(
+                    run_id="r", step_index=n, messages=talk(n), idempotency_key=f"s{n}"
+                )
+            )
+        # a key one store applied is suppressed on the other too
+        await first.append_event(
+            StepEvent(run_id="r", kind="run_failed", step_index=9, idempotency_key="k1")
+        )
+        await second.save_snapshot(
+            ContinuableSnapshot(run_id="r", step_index=9, messages=talk(9), idempotency_key="s4")
+        )
+        for store in (first, second):
+            events = await store.list_events(run_id="r")
+            assert [e.step_index for e in events] == list(range(6))
+            latest = await store.latest_snapshot(run_id="r")
+            assert latest.step_index == 5 and dumped(latest.messages) == dumped(talk(5))
+
+    run(scenario())

@@ -13,8 +13,9 @@ snapshot, sharing everything before it.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import TypeAdapter
@@ -26,7 +27,9 @@ from pydantic_ai_harness.step_persistence import (
     ToolEffectRecord,
 )
 
+from ...adapters import tracked_messages
 from ...errors import RefConflict, StateVCSError
+from ...hashing import to_hex
 from ...refs import branch_ref, check_short_name
 from ...snapshot import Snapshot
 from .messages import from_records, to_records
@@ -35,10 +38,19 @@ KIND = "pydantic_ai_harness.run"
 """The snapshot kind of a step-persistence run."""
 
 _ATTEMPTS = 8
+_CACHED = 64  # runs whose tip snapshot is kept between calls (least recently used dropped)
 _RUN = TypeAdapter(RunRecord)
 _EVENT = TypeAdapter(StepEvent)
 _EFFECT = TypeAdapter(ToolEffectRecord)
 _Op = Literal["register", "event", "snapshot", "tool_effect", "fork"]
+
+
+@dataclass
+class _Run:
+    """A run's tip snapshot (attached to its branch) and the idempotency keys applied there."""
+
+    live: Snapshot
+    keys: dict[str, set[str]]
 
 
 class StepStoreError(StateVCSError, ValueError):
@@ -64,6 +76,7 @@ class StateVCSStepStore:
         self.repo = repo
         self.prefix = check_short_name(_check_str(prefix, "prefix"))
         self.author = author
+        self._cache: OrderedDict[str, _Run] = OrderedDict()
 
     # --- names and reads -------------------------------------------------------------------
 
@@ -95,21 +108,63 @@ class StateVCSStepStore:
 
     # --- writes ------------------------------------------------------------------------------
 
-    def _write(self, run_id: str, op: _Op, record: Any, edit: Callable[[Snapshot], bool]) -> None:
-        """Commit ``record`` on the run's branch after ``edit`` (which returns False to skip)."""
+    def _run(self, run_id: str) -> _Run:
+        """The run's tip snapshot and applied idempotency keys, kept between calls while no
+        other writer moves the run's branch (so a write encodes only what it adds)."""
+        name = self.branch_of(run_id)
+        tip = self.repo.store.get_ref(branch_ref(name))
+        run = self._cache.pop(name, None)
+        synced = self.repo.synced_commit(run.live) if run is not None else None
+        if run is None or synced != (to_hex(tip) if tip is not None else None):
+            live = Snapshot.model_construct(
+                kind=KIND, messages=tracked_messages(), state={"run": None}, extras={}
+            )
+            keys: dict[str, set[str]] = {"event": set(), "snapshot": set()}
+            if tip is not None:
+                self.repo.checkout(live, name)
+                for commit in self.repo.log(name):
+                    op = commit.metadata.get("op")
+                    if op in keys and commit.metadata[op].get("idempotency_key") is not None:
+                        keys[op].add(commit.metadata[op]["idempotency_key"])
+            run = _Run(live, keys)
+        self._cache[name] = run
+        while len(self._cache) > _CACHED:
+            self._cache.popitem(last=False)
+        return run
+
+    def _write(
+        self,
+        run_id: str,
+        op: _Op,
+        record: Any,
+        edit: Callable[[Snapshot], bool],
+        key: str | None = None,
+    ) -> None:
+        """Commit ``record`` on the run's branch after ``edit`` (which returns False to skip);
+        nothing when ``key`` was applied by an earlier ``op`` of the run."""
         name = self.branch_of(run_id)
         for _attempt in range(_ATTEMPTS):
-            snapshot = Snapshot(kind=KIND, state={"run": None})
-            if self._tip(run_id) is not None:
-                self.repo.checkout(snapshot, name)
-            if not edit(snapshot):
+            run = self._run(run_id)
+            if key is not None and key in run.keys.get(op, ()):
                 return
             try:
+                if not edit(run.live):
+                    return
                 self.repo.commit(
-                    snapshot, op, branch=name, author=self.author, metadata={"op": op, op: record}
+                    run.live,
+                    op,
+                    branch=name,
+                    author=self.author,
+                    metadata={"op": op, op: record},
                 )
             except RefConflict:
-                continue  # another writer moved the run's branch: redo on its tip
+                self._cache.pop(name, None)  # another writer moved the run's branch: redo
+                continue
+            except BaseException:
+                self._cache.pop(name, None)  # drop the edit: the next call reloads the tip
+                raise
+            if key is not None:
+                run.keys.setdefault(op, set()).add(key)
             return
         raise RefConflict(
             branch_ref(name), None, None, f"gave up after {_ATTEMPTS} attempts on run {run_id!r}"
@@ -154,12 +209,7 @@ class StateVCSStepStore:
     async def append_event(self, event: StepEvent) -> None:
         """Record ``event`` in a commit (skipped when its idempotency key was applied)."""
         data = _EVENT.dump_python(event, mode="json")
-        key = event.idempotency_key
-        if key is not None and any(
-            e.get("idempotency_key") == key for e in self._records(event.run_id, "event")
-        ):
-            return
-        self._write(event.run_id, "event", data, lambda _snapshot: True)
+        self._write(event.run_id, "event", data, lambda _snapshot: True, event.idempotency_key)
 
     async def list_events(self, *, run_id: str) -> list[StepEvent]:
         """The run's events in append order."""
@@ -169,18 +219,21 @@ class StateVCSStepStore:
         """Make ``snapshot``'s messages the run's, in a commit (skipped when its idempotency key
         was applied); unchanged leading messages are shared with the previous snapshot."""
         data = _snapshot_fields(snapshot)
-        key = snapshot.idempotency_key
-        if key is not None and any(
-            s.get("idempotency_key") == key for s in self._records(snapshot.run_id, "snapshot")
-        ):
-            return
         messages = to_records(snapshot.messages)
 
         def edit(stored: Snapshot) -> bool:
-            stored.messages = messages
+            kept = stored.messages
+            common = 0
+            for old, new in zip(kept, messages):
+                if old != new:
+                    break
+                common += 1
+            # Only the changed tail is replaced: the shared prefix is not encoded again.
+            del kept[common:]
+            kept.extend(messages[common:])
             return True
 
-        self._write(snapshot.run_id, "snapshot", data, edit)
+        self._write(snapshot.run_id, "snapshot", data, edit, snapshot.idempotency_key)
 
     async def latest_snapshot(
         self, *, run_id: str, include_interrupted: bool = False
