@@ -273,3 +273,19 @@ def test_ids_that_cannot_name_a_branch_are_refused(repo: Repo, name: str) -> Non
     with pytest.raises(TypeError, match="user_id"):
         run(service.create_session(app_name="app", user_id=3))
     assert repo.branches() == {}
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(app=st.text(max_size=8), user=st.text(max_size=8), sid=st.text(min_size=1, max_size=8))
+def test_any_ids_are_stored_or_refused_cleanly(repo: Repo, app: str, user: str, sid: str) -> None:
+    service = StateVCSSessionService(repo)
+    before = repo.branches()
+    try:
+        created = run(service.create_session(app_name=app, user_id=user, session_id=sid))
+    except (SessionNameError, AlreadyExistsError):
+        assert repo.branches() == before
+        return
+    got = run(service.get_session(app_name=app, user_id=user, session_id=created.id))
+    assert got is not None and got.id == created.id and got.app_name == app

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("pydantic_ai_harness")
 
@@ -294,3 +296,20 @@ def test_two_stores_on_one_repository_see_each_others_writes(repo: Repo) -> None
             assert latest.step_index == 5 and dumped(latest.messages) == dumped(talk(5))
 
     run(scenario())
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(run_id=st.text(max_size=12))
+def test_any_run_id_is_stored_or_refused_cleanly(repo: Repo, run_id: str) -> None:
+    store = StateVCSStepStore(repo)
+    before = repo.branches()
+    try:
+        run(store.register_run(RunRecord(run_id=run_id, agent_name="a")))
+    except StepStoreError:
+        assert repo.branches() == before
+        return
+    assert run(store.get_run(run_id=run_id)).agent_name == "a"
+    run(store.save_snapshot(ContinuableSnapshot(run_id=run_id, step_index=1, messages=talk(1))))
+    assert dumped(run(store.latest_snapshot(run_id=run_id)).messages) == dumped(talk(1))
