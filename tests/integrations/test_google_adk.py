@@ -263,7 +263,11 @@ def test_fork_at_an_event_shares_the_prefix(repo: Repo) -> None:
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(name=st.sampled_from(["a..b", "x.lock", "with space", "tail/", "@{1}", "a~1", "c:d", "q?"]))
+@given(
+    name=st.sampled_from(
+        ["a..b", "x.lock", "with space", "tail/", "@{1}", "a~1", "c:d", "q?", "u/s"]
+    )
+)
 def test_ids_that_cannot_name_a_branch_are_refused(repo: Repo, name: str) -> None:
     service = StateVCSSessionService(repo)
     with pytest.raises(SessionNameError, match="cannot be part of a branch name"):

@@ -259,7 +259,7 @@ def test_fork_run_is_a_branch_sharing_the_messages(repo: Repo) -> None:
 
 def test_run_ids_that_cannot_name_a_branch_are_refused(repo: Repo) -> None:
     store = StateVCSStepStore(repo)
-    for bad in ["a..b", "x.lock", "with space", "tail/", "@{1}"]:
+    for bad in ["a..b", "x.lock", "with space", "tail/", "@{1}", "a/b"]:
         with pytest.raises(ValueError, match="cannot name a branch"):
             run(store.register_run(RunRecord(run_id=bad)))
     with pytest.raises(TypeError, match="run_id"):

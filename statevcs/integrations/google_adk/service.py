@@ -101,6 +101,9 @@ class StateVCSSessionService(BaseSessionService):
     def _name(self, *parts: str) -> str:
         name = "/".join((self.prefix, *parts))
         try:
+            if any("/" in part for part in parts):
+                # one name per level: "u/s" would read as user "u", session "s"
+                raise StateVCSError("an id contains '/'")
             return check_short_name(name)
         except StateVCSError as exc:
             raise SessionNameError(

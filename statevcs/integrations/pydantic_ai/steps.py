@@ -83,7 +83,10 @@ class StateVCSStepStore:
     def branch_of(self, run_id: str) -> str:
         """The statevcs branch holding run ``run_id``."""
         try:
-            return check_short_name(f"{self.prefix}/{_check_str(run_id, 'run_id')}")
+            if "/" in _check_str(run_id, "run_id"):
+                # one level per run: run "a" and run "a/b" would be a file and a folder in git
+                raise StateVCSError("the run id contains '/'")
+            return check_short_name(f"{self.prefix}/{run_id}")
         except StateVCSError as exc:
             raise StepStoreError(
                 f"run id {run_id!r} cannot name a branch ({exc}); use letters, digits, '-', '_' "
