@@ -276,6 +276,8 @@ def test_ids_that_cannot_name_a_branch_are_refused(repo: Repo, name: str) -> Non
         run(service.create_session(app_name=name, user_id="u"))
     with pytest.raises(TypeError, match="user_id"):
         run(service.create_session(app_name="app", user_id=3))
+    with pytest.raises(TypeError, match="repo"):
+        StateVCSSessionService(None)
     assert repo.branches() == {}
 
 

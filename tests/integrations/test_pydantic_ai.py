@@ -337,6 +337,8 @@ def test_hostile_lists_are_refused_and_nothing_is_written(
 def test_agent_history_names_the_argument_of_a_wrong_type(repo: Repo, value: Any) -> None:
     with pytest.raises(TypeError, match="branch"):
         AgentHistory(repo, value)
+    with pytest.raises(TypeError, match="repo"):
+        AgentHistory(value, "typed")
     history = AgentHistory(repo, "typed")
     with pytest.raises(TypeError, match="rev"):
         history.messages(value)

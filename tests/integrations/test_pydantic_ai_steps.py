@@ -264,6 +264,8 @@ def test_run_ids_that_cannot_name_a_branch_are_refused(repo: Repo) -> None:
             run(store.register_run(RunRecord(run_id=bad)))
     with pytest.raises(TypeError, match="run_id"):
         store.branch_of(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="repo"):
+        StateVCSStepStore(str(repo.path))  # type: ignore[arg-type]
     assert repo.branches() == {}
 
 

@@ -37,6 +37,7 @@ from ...adapters import tracked_messages
 from ...errors import RefConflict, StateVCSError
 from ...hashing import to_hex
 from ...refs import branch_ref, check_short_name
+from ...repo import Repo
 from ...snapshot import Snapshot
 
 KIND = "google_adk.session"
@@ -89,8 +90,10 @@ class StateVCSSessionService(BaseSessionService):
     """An ADK ``BaseSessionService`` on a statevcs repository: every event a commit, every
     session a branch, forks O(1)."""
 
-    def __init__(self, repo: Any, *, prefix: str = "adk", author: str | None = None) -> None:
+    def __init__(self, repo: Repo, *, prefix: str = "adk", author: str | None = None) -> None:
         """Keep sessions on branches under ``prefix`` in ``repo``."""
+        if not isinstance(repo, Repo):
+            raise TypeError(f"repo must be a statevcs.Repo, got {type(repo).__name__}")
         self.repo = repo
         self.prefix = check_short_name(_check_str(prefix, "prefix"))
         self.author = author

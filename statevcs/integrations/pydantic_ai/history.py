@@ -23,6 +23,7 @@ from pydantic_ai.messages import ModelMessage
 
 from ...hashing import to_hex
 from ...refs import HEAD, branch_ref, check_short_name
+from ...repo import Repo
 from ..history import relative
 from .messages import MessageHistory
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from pydantic_ai import Agent, AgentRunResult
     from pydantic_ai.result import StreamedRunResult
 
-    from ...repo import Commit, Repo
+    from ...repo import Commit
 
 
 def _check_str(value: object, argument: str) -> str:
@@ -49,6 +50,8 @@ class AgentHistory:
 
     def __init__(self, repo: Repo, branch: str, *, author: str | None = None) -> None:
         """Keep the conversation on ``branch`` of ``repo``."""
+        if not isinstance(repo, Repo):
+            raise TypeError(f"repo must be a statevcs.Repo, got {type(repo).__name__}")
         self.repo = repo
         self.branch = check_short_name(_check_str(branch, "branch"))
         if author is not None:

@@ -31,6 +31,7 @@ from ...adapters import tracked_messages
 from ...errors import RefConflict, StateVCSError
 from ...hashing import to_hex
 from ...refs import branch_ref, check_short_name
+from ...repo import Repo
 from ...snapshot import Snapshot
 from .messages import from_records, to_records
 
@@ -71,8 +72,10 @@ class StateVCSStepStore:
     write a commit. Snapshots are never pruned (forks and earlier steps share their messages).
     """
 
-    def __init__(self, repo: Any, *, prefix: str = "runs", author: str | None = None) -> None:
+    def __init__(self, repo: Repo, *, prefix: str = "runs", author: str | None = None) -> None:
         """Keep runs on branches ``<prefix>/<run_id>`` of ``repo``."""
+        if not isinstance(repo, Repo):
+            raise TypeError(f"repo must be a statevcs.Repo, got {type(repo).__name__}")
         self.repo = repo
         self.prefix = check_short_name(_check_str(prefix, "prefix"))
         self.author = author
