@@ -1,4 +1,4 @@
-"""Peer benchmark: statevcs against LangGraph checkpointers, Strands session managers, JSON files.
+"""Peer benchmark: statevcs against LangGraph, Strands, OpenAI Agents, Pydantic AI and ADK stores.
 
 One command, one process, the same workloads for every system:
 
@@ -12,13 +12,19 @@ LangGraph ``StateGraph`` (one node appending the scripted assistant reply) on ``
 and on statevcs's ``StateVCSSaver``, each with a plain ``add_messages`` channel and with
 LangGraph's (beta) ``DeltaChannel``; a scripted Strands ``Agent`` with Strands'
 ``SnapshotSessionManager`` (an immutable snapshot per turn) and with statevcs's
-``StateVCSSessionManager``; and a plain JSON file per turn.
+``StateVCSSessionManager``; a plain JSON file per turn; and, each against its statevcs
+counterpart fed the same items per turn, the OpenAI Agents SDK's ``SQLiteSession``
+(``StateVCSSession``), Pydantic AI's own persistence, a ``ModelMessagesTypeAdapter`` JSON file
+per turn (``AgentHistory``), pydantic-ai-harness's ``SqliteStepStore`` (``StateVCSStepStore``)
+and Google ADK's ``SqliteSessionService`` (``StateVCSSessionService``). A framework store
+without history or forks gets them the way its users do: restore turn 10 reads the log's
+prefix, and a fork copies the conversation into a new session.
 
 Printed: bytes on disk with every connection closed and the WAL while open; per-turn
 persistence time (the saver's / session manager's own time) and whole-turn time around turn 50
 and at the last turns; full history listing; restore latest and restore turn 10 (a fresh
 connection each time); bytes per forked turn; W3; then every figure as a ratio to its statevcs
-counterpart, and the targets of issue 11. Scratch files live in a temp dir removed at exit.
+counterpart, and the targets of issues 11 and 21. Scratch files live in a temp dir removed at exit.
 
     python benchmarks/peers.py                     # the full workload (a few minutes)
     python benchmarks/peers.py --quick             # 200 turns, 3 forks, W3 at 100 / 1,000
@@ -65,7 +71,24 @@ from strands.types.content import Messages
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from agents import SQLiteSession
+from google.adk.events.event import Event as AdkEvent
+from google.adk.sessions.sqlite_session_service import SqliteSessionService
+from google.genai import types as genai_types
+from pydantic_ai.messages import (
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    UserPromptPart,
+)
+from pydantic_ai_harness.step_persistence import ContinuableSnapshot, RunRecord, SqliteStepStore
+
 import statevcs
+from statevcs.integrations.google_adk import StateVCSSessionService
+from statevcs.integrations.openai_agents import StateVCSSession
+from statevcs.integrations.pydantic_ai import AgentHistory
+from statevcs.integrations.pydantic_ai.steps import StateVCSStepStore
 from statevcs.integrations.strands import StateVCSSessionManager
 from statevcs.integrations.strands.testing import Reply, ScriptedModel
 
@@ -805,6 +828,385 @@ class StrandsSystem(System):
         return statistics.median(persist), statistics.median(whole)
 
 
+# --- OpenAI Agents SDK, Pydantic AI, Google ADK (issue 21) -------------------------------------
+
+
+class _Loop:
+    """One event loop per system, so async stores are timed without ``asyncio.run``'s setup."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def __call__(self, awaitable: Any) -> Any:
+        return self.loop.run_until_complete(awaitable)
+
+    def close(self) -> None:
+        self.loop.close()
+
+
+class FrameworkSystem(System):
+    """A framework's own store (``kind`` ``"theirs"``) or statevcs's (``"statevcs"``), fed the
+    same items per turn; persistence time is the store call, a turn builds the items too."""
+
+    framework = ""
+    theirs = ""
+    ours = ""
+
+    def __init__(self, folder: Path, turns: int, kind: str) -> None:
+        super().__init__(folder, turns)
+        self.kind = kind
+        self.name = f"{self.framework} {self.theirs if kind == 'theirs' else self.ours}"
+        self.reference = f"{self.framework} {self.ours}"
+        self.run = _Loop()
+        self.commits: dict[int, str] = {}
+
+    @property
+    def statevcs(self) -> bool:
+        return self.kind == "statevcs"
+
+    def items(self, turn: int) -> list[Any]:
+        """The items one turn adds."""
+        raise NotImplementedError
+
+    def open(self, folder: Path, session: str) -> Any:
+        """A handle on the store in ``folder`` for conversation ``session``."""
+        raise NotImplementedError
+
+    def add(self, handle: Any, items: list[Any], so_far: list[Any]) -> None:
+        """Persist one turn (``so_far`` already holds ``items`` at its end)."""
+        raise NotImplementedError
+
+    def load(self, handle: Any, turn: int | None) -> list[Any]:
+        """The conversation after ``turn`` (``None``: the latest), as its framework's objects."""
+        raise NotImplementedError
+
+    def fork(self, handle: Any, at: int, name: str, so_far: list[Any]) -> Any:
+        """A handle on a new conversation ``name`` holding ``so_far`` (the state after ``at``)."""
+        raise NotImplementedError
+
+    def shut(self, handle: Any) -> None:
+        """Close ``handle``'s connections."""
+
+    def start(self) -> None:
+        self.path = self.folder / "store"
+        self.path.mkdir(parents=True)
+        self.handle = self.open(self.path, "bench")
+        self.so_far: list[Any] = []
+
+    def turn(self, turn: int) -> tuple[float, float]:
+        begin = time.perf_counter()
+        items = self.items(turn)
+        self.so_far.extend(items)
+        start = time.perf_counter()
+        self.add(self.handle, items, self.so_far)
+        end = time.perf_counter()
+        if self.statevcs:
+            self.commits[turn] = self.repo.resolve(self.branch_of("bench"))
+        return end - start, end - begin
+
+    def close(self) -> None:
+        self.shut(self.handle)
+
+    def listing(self, budget: float) -> tuple[float, int, bool]:
+        if not self.statevcs:
+            start = time.perf_counter()
+            handle = self.open(self.path, "bench")
+            count = len(self.load(handle, None))
+            took = time.perf_counter() - start
+            self.shut(handle)
+            return took, count, True
+        with statevcs.Repo.open(self.path / "repo") as repo:
+            return timed_listing(repo.log(self.branch_of("bench")), budget)
+
+    def restore(self, turn: int | None) -> float:
+        handle = self.open(self.path, "bench")
+        start = time.perf_counter()
+        loaded = self.load(handle, turn)
+        took = time.perf_counter() - start
+        self.shut(handle)
+        expected = self.per_turn * (self.turns if turn is None else turn)
+        assert len(loaded) == expected, (self.name, len(loaded), expected)
+        return took
+
+    per_turn = 2
+
+    def forks(self, at: int, forks: int) -> None:
+        handle = self.open(self.path, "bench")
+        base = self.load(handle, at)
+        for fork in range(forks):
+            so_far = list(base)
+            branch = self.fork(handle, at, f"fork-{fork}", so_far)
+            for step in range(FORK_TURNS):
+                items = self.items(fork_turn(fork, step))
+                so_far.extend(items)
+                self.add(branch, items, so_far)
+            if not self.statevcs:  # a statevcs fork shares the repository of ``handle``
+                self.shut(branch)
+        self.shut(handle)
+
+    def per_turn_at(self, folder: Path, size: int, samples: int) -> tuple[float, float]:
+        folder.mkdir(parents=True)
+        handle = self.open(folder, "w3")
+        so_far: list[Any] = []
+        for turn in range(1, size // self.per_turn + 1):
+            so_far.extend(self.items(turn))
+        self.add(handle, so_far, so_far)  # the prebuilt conversation, in one write
+        times = []
+        for sample in range(samples):
+            items = self.items(fork_turn(9, sample))
+            so_far.extend(items)
+            start = time.perf_counter()
+            self.add(handle, items, so_far)
+            times.append(time.perf_counter() - start)
+        self.shut(handle)
+        median = statistics.median(times)
+        return median, median
+
+    def branch_of(self, session: str) -> str:
+        """The statevcs branch of conversation ``session``."""
+        return session
+
+
+class OpenAIAgentsSystem(FrameworkSystem):
+    """The OpenAI Agents SDK's ``SQLiteSession`` (file) against ``StateVCSSession``."""
+
+    framework = "OpenAI Agents"
+    theirs = "SQLiteSession"
+    ours = "StateVCSSession"
+
+    def items(self, turn: int) -> list[Any]:
+        return dict_turn(turn)
+
+    def open(self, folder: Path, session: str) -> Any:
+        if self.statevcs:
+            self.repo = (
+                statevcs.Repo.init(folder / "repo")
+                if not (folder / "repo").exists()
+                else (statevcs.Repo.open(folder / "repo"))
+            )
+            return StateVCSSession(self.repo, session)
+        return SQLiteSession(session, db_path=folder / "sessions.db")
+
+    def add(self, handle: Any, items: list[Any], so_far: list[Any]) -> None:
+        self.run(handle.add_items(items))
+
+    def load(self, handle: Any, turn: int | None) -> list[Any]:
+        if self.statevcs and turn is not None:
+            return list(self.repo.show(self.commits[turn]).messages)
+        items: list[Any] = self.run(handle.get_items())
+        # The SDK's log of items: the state after a turn is its prefix.
+        return items if turn is None else items[: 2 * turn]
+
+    def fork(self, handle: Any, at: int, name: str, so_far: list[Any]) -> Any:
+        if self.statevcs:
+            return handle.fork(self.commits[at], branch=name)
+        fork = SQLiteSession(name, db_path=self.path / "sessions.db")
+        self.run(fork.add_items(so_far))  # the SDK copies the rows (as AdvancedSQLiteSession)
+        return fork
+
+    def shut(self, handle: Any) -> None:
+        if self.statevcs:
+            handle.repo.close()
+        else:
+            handle.close()
+
+
+class PydanticAIHistorySystem(FrameworkSystem):
+    """Pydantic AI's own persistence (``ModelMessagesTypeAdapter`` JSON, a file per turn)
+    against ``AgentHistory`` (a commit per turn)."""
+
+    framework = "Pydantic AI"
+    theirs = "JSON history file per turn"
+    ours = "AgentHistory"
+
+    def items(self, turn: int) -> list[Any]:
+        return [
+            ModelRequest(parts=[UserPromptPart(user_text(turn))]),
+            ModelResponse(parts=[TextPart(assistant_text(turn))], model_name="bench"),
+        ]
+
+    def open(self, folder: Path, session: str) -> Any:
+        if self.statevcs:
+            path = folder / "repo"
+            self.repo = statevcs.Repo.open(path) if path.exists() else statevcs.Repo.init(path)
+            return AgentHistory(self.repo, session)
+        (folder / session).mkdir(exist_ok=True)
+        return folder / session
+
+    def add(self, handle: Any, items: list[Any], so_far: list[Any]) -> None:
+        if self.statevcs:
+            handle.commit(so_far)
+        else:
+            count = len(os.listdir(handle))
+            (handle / f"{count:07d}.json").write_bytes(ModelMessagesTypeAdapter.dump_json(so_far))
+
+    def load(self, handle: Any, turn: int | None) -> list[Any]:
+        if self.statevcs:
+            return list(handle.messages() if turn is None else handle.messages(self.commits[turn]))
+        name = sorted(os.listdir(handle))[-1] if turn is None else f"{turn - 1:07d}.json"
+        return list(ModelMessagesTypeAdapter.validate_json((handle / name).read_bytes()))
+
+    def fork(self, handle: Any, at: int, name: str, so_far: list[Any]) -> Any:
+        if self.statevcs:
+            return handle.fork(self.commits[at], branch=name)
+        (self.path / name).mkdir()
+        return self.path / name
+
+    def shut(self, handle: Any) -> None:
+        if self.statevcs:
+            handle.repo.close()
+
+
+class PydanticAIStepsSystem(FrameworkSystem):
+    """pydantic-ai-harness's ``SqliteStepStore`` against ``StateVCSStepStore``: a step snapshot
+    (the run's whole message list) saved per turn, as ``StepPersistence`` does."""
+
+    framework = "Pydantic AI harness"
+    theirs = "SqliteStepStore"
+    ours = "StateVCSStepStore"
+
+    items = PydanticAIHistorySystem.items
+
+    def open(self, folder: Path, session: str) -> Any:
+        if self.statevcs:
+            path = folder / "repo"
+            self.repo = statevcs.Repo.open(path) if path.exists() else statevcs.Repo.init(path)
+            store: Any = StateVCSStepStore(self.repo)
+        else:
+            store = SqliteStepStore(database=str(folder / "runs.db"))
+        if self.run(store.get_run(run_id=session)) is None:
+            self.run(store.register_run(RunRecord(run_id=session)))
+        return store, session, [0]
+
+    def add(self, handle: Any, items: list[Any], so_far: list[Any]) -> None:
+        store, run_id, steps = handle
+        steps[0] += 1
+        snapshot = ContinuableSnapshot(run_id=run_id, step_index=steps[0], messages=list(so_far))
+        self.run(store.save_snapshot(snapshot))
+
+    def load(self, handle: Any, turn: int | None) -> list[Any]:
+        store, run_id, _ = handle
+        if turn is None:
+            return list(self.run(store.latest_snapshot(run_id=run_id)).messages)
+        if self.statevcs:
+            fields = self.repo.get_commit(self.commits[turn]).metadata["snapshot"]
+            return list(store._snapshot_at(self.commits[turn], fields).messages)
+        snapshots = self.run(store.list_snapshots(run_id=run_id))
+        return list(snapshots[turn - 1].messages)
+
+    def fork(self, handle: Any, at: int, name: str, so_far: list[Any]) -> Any:
+        store, run_id, _ = handle
+        if self.statevcs:
+            # the latest snapshot here is the main run's last: fork at turn ``at`` by branch
+            self.repo.branch(store.branch_of(name), self.commits[at])
+            return store, name, [at]
+        self.run(store.register_run(RunRecord(run_id=name, parent_run_id=run_id)))
+        return store, name, [at]
+
+    def shut(self, handle: Any) -> None:
+        if self.statevcs:
+            handle[0].repo.close()
+
+    def branch_of(self, session: str) -> str:
+        return f"runs/{session}"
+
+
+class GoogleADKSystem(FrameworkSystem):
+    """Google ADK's ``SqliteSessionService`` against ``StateVCSSessionService``: two events
+    (the user's and the model's) appended per turn."""
+
+    framework = "Google ADK"
+    theirs = "SqliteSessionService"
+    ours = "StateVCSSessionService"
+
+    def items(self, turn: int) -> list[Any]:
+        return [
+            AdkEvent(
+                invocation_id=f"inv-{turn}",
+                author="user",
+                content=genai_types.Content(
+                    role="user", parts=[genai_types.Part(text=user_text(turn))]
+                ),
+            ),
+            AdkEvent(
+                invocation_id=f"inv-{turn}",
+                author="agent",
+                content=genai_types.Content(
+                    role="model", parts=[genai_types.Part(text=assistant_text(turn))]
+                ),
+            ),
+        ]
+
+    def open(self, folder: Path, session: str) -> Any:
+        if self.statevcs:
+            path = folder / "repo"
+            self.repo = statevcs.Repo.open(path) if path.exists() else statevcs.Repo.init(path)
+            service: Any = StateVCSSessionService(self.repo)
+        else:
+            service = SqliteSessionService(str(folder / "sessions.db"))
+        found = self.run(service.get_session(app_name="bench", user_id="u", session_id=session))
+        if found is None:
+            found = self.run(
+                service.create_session(app_name="bench", user_id="u", session_id=session)
+            )
+        return service, found
+
+    def add(self, handle: Any, items: list[Any], so_far: list[Any]) -> None:
+        service, session = handle
+
+        async def append() -> None:
+            for item in items:
+                await service.append_event(session, item)
+
+        self.run(append())
+
+    def load(self, handle: Any, turn: int | None) -> list[Any]:
+        service, session = handle
+        key = {"app_name": "bench", "user_id": "u", "session_id": session.id}
+        if self.statevcs and turn is not None:
+            return list(self.run(service.get_session_at(**key, rev=self.commits[turn])).events)
+        events = list(self.run(service.get_session(**key)).events)
+        # ADK keeps one log of events: the session after a turn is its prefix.
+        return events if turn is None else events[: 2 * turn]
+
+    def fork(self, handle: Any, at: int, name: str, so_far: list[Any]) -> Any:
+        service, session = handle
+        if self.statevcs:
+            forked = self.run(
+                service.fork_session(
+                    app_name="bench",
+                    user_id="u",
+                    session_id=session.id,
+                    new_session_id=name,
+                    at_event_id=so_far[-1].id,
+                )
+            )
+            return service, forked
+        # ADK cannot fork: a new session, the events copied into it
+        fresh = self.run(service.create_session(app_name="bench", user_id="u", session_id=name))
+        copy_of = [event.model_copy() for event in so_far]
+        self.add((service, fresh), copy_of, copy_of)
+        return service, fresh
+
+    def shut(self, handle: Any) -> None:
+        service, _ = handle
+        if self.statevcs:
+            service.repo.close()
+        else:
+            self.run(service.close())
+
+    def branch_of(self, session: str) -> str:
+        return f"adk/bench/sessions/u/{session}"
+
+
+FRAMEWORKS: tuple[type[FrameworkSystem], ...] = (
+    OpenAIAgentsSystem,
+    PydanticAIHistorySystem,
+    PydanticAIStepsSystem,
+    GoogleADKSystem,
+)
+
+
 # --- running ------------------------------------------------------------------------------
 
 
@@ -823,6 +1225,14 @@ def systems(folder: Path, turns: int) -> Iterator[System | str]:
     yield StrandsSystem(folder / "strands-snapshot", turns, "snapshot")
     yield StrandsSystem(folder / "strands-statevcs", turns, "statevcs")
     yield JsonFiles(folder / "json", turns)
+    for framework in (
+        OpenAIAgentsSystem,
+        PydanticAIHistorySystem,
+        PydanticAIStepsSystem,
+        GoogleADKSystem,
+    ):
+        for kind in ("theirs", "statevcs"):
+            yield framework(folder / f"{framework.__name__}-{kind}", turns, kind)
 
 
 def windows(turns: int) -> tuple[slice, slice, str, str]:
@@ -1074,6 +1484,7 @@ def report(rows: list[Row], args: argparse.Namespace, sizes: list[int]) -> None:
 
     print_ratios(rows, args.turns, sizes)
     print_targets(rows, args.turns)
+    print_framework_targets(rows)
 
 
 def ratio(a: float | None, b: float | None) -> str:
@@ -1193,6 +1604,31 @@ def print_targets(rows: list[Row], turns: int) -> None:
             )
 
 
+def print_framework_targets(rows: list[Row]) -> None:
+    """Issue 21's targets: W1 bytes <= 1/20 of each framework's own store, restore latest no
+    slower."""
+    by_name = {row.name: row for row in rows if not row.status}
+    print("\n## Issue 21 targets (each framework's own store against its statevcs counterpart)\n")
+    for framework in FRAMEWORKS:
+        theirs = by_name.get(f"{framework.framework} {framework.theirs}")
+        ours = by_name.get(f"{framework.framework} {framework.ours}")
+        if theirs is None or ours is None:
+            print(f"- {framework.framework}: not run")
+            continue
+        assert theirs.bytes_closed is not None and ours.bytes_closed is not None
+        share = theirs.bytes_closed / ours.bytes_closed
+        print(
+            f"- [{'met' if share >= 20 else 'MISSED'}] {ours.name}: W1 bytes <= 1/20 of "
+            f"{theirs.name}: 1/{share:,.1f}"
+        )
+        if ours.restore_latest is not None and theirs.restore_latest is not None:
+            print(
+                f"- [{'met' if ours.restore_latest <= theirs.restore_latest else 'MISSED'}] "
+                f"{ours.name}: restore latest no slower than {theirs.name}: "
+                f"{ms(ours.restore_latest)} vs {ms(theirs.restore_latest)}"
+            )
+
+
 def machine() -> str:
     """One line naming the machine, Python and the peers' versions."""
     versions = []
@@ -1201,6 +1637,10 @@ def machine() -> str:
         "langgraph-checkpoint",
         "langgraph-checkpoint-sqlite",
         "strands-agents",
+        "openai-agents",
+        "pydantic-ai-slim",
+        "pydantic-ai-harness",
+        "google-adk",
         "statevcs",
     ):
         try:

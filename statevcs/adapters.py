@@ -170,7 +170,9 @@ class AdapterRegistry:
         adapter = self._find(cls)
         if adapter is not None:
             return adapter
-        if self._load_integrations(cls):
+        # A list (a message history) belongs to the framework of its items.
+        item = type(obj[0]) if isinstance(obj, list) and obj else None
+        if self._load_integrations(cls) | (item is not None and self._load_integrations(item)):
             adapter = self._find(cls)
             if adapter is not None:
                 return adapter
@@ -206,7 +208,7 @@ class AdapterRegistry:
             except ImportError as exc:
                 raise UnsupportedObject(
                     f"cannot load the statevcs integration for {entry.name} ({exc}); "
-                    f"{install_hint(entry.name)}"
+                    f"{install_hint(entry.name.replace('_', '-'))}"
                 ) from exc
             if callable(target):
                 target(self)

@@ -26,6 +26,14 @@ SYSTEMS = (
     "Strands SnapshotSessionManager",
     "Strands StateVCSSessionManager",
     "JSON file per turn",
+    "OpenAI Agents SQLiteSession",
+    "OpenAI Agents StateVCSSession",
+    "Pydantic AI JSON history file per turn",
+    "Pydantic AI AgentHistory",
+    "Pydantic AI harness SqliteStepStore",
+    "Pydantic AI harness StateVCSStepStore",
+    "Google ADK SqliteSessionService",
+    "Google ADK StateVCSSessionService",
 )
 
 
@@ -114,6 +122,8 @@ def test_ratios_targets_and_machine_are_printed(
     assert "LangGraph SqliteSaver (add_messages)" in ratios
     assert "Strands SnapshotSessionManager" in ratios
     assert "## Issue 11 targets" in result.stdout
+    assert "## Issue 21 targets" in result.stdout
+    assert "Google ADK SqliteSessionService" in ratios
     if SAVER_EXISTS:
         assert "[met]" in result.stdout or "[MISSED]" in result.stdout
 

@@ -510,3 +510,17 @@ def test_hostile_items_read_back_or_leave_the_branch_alone(batch: list[dict[str,
             return
         assert run(session.get_items()) == [user("before"), *batch]
         assert run(StateVCSSession(repo, "hostile").get_items()) == [user("before"), *batch]
+
+
+def test_appends_stay_incremental_and_count_user_turns(repo: Repo) -> None:
+    from statevcs.tracking import TrackedMessages
+
+    session = StateVCSSession(repo, "incremental")
+    run(session.add_items([user("q1"), assistant("a1"), user("q2")]))
+    run(session.add_items([assistant("a2"), user("q3")]))
+    run(session.pop_item())
+    run(session.add_items([user("q3 again")]))
+    # a validated Snapshot would hold a plain list, and every commit would encode every item
+    assert isinstance(session._sync().messages, TrackedMessages)
+    counts = [c.metadata["user_turns"] for c in repo.log("incremental")]
+    assert counts == [3, 2, 3, 2]

@@ -139,8 +139,13 @@ class StateVCSSession:
     # --- keeping up with the branch -------------------------------------------
 
     def _fresh(self) -> Snapshot:
-        return Snapshot(
-            kind=KIND, messages=tracked_messages(), state={"session_id": self.session_id}
+        # model_construct: validating would copy the tracked list into a plain one, and every
+        # commit would then encode every item again.
+        return Snapshot.model_construct(
+            kind=KIND,
+            messages=tracked_messages(),
+            state={"session_id": self.session_id},
+            extras={},
         )
 
     def _sync(self) -> Snapshot:
@@ -166,11 +171,29 @@ class StateVCSSession:
         name = self._existing(branch_id)
         return list(self.repo.show(name).messages)
 
-    def _commit(self, op: str, message: str, edit: Callable[[list[Any]], Any]) -> Any:
-        """Apply ``edit`` to the tip's items and commit it; redo it on a moved tip."""
+    def _prior_turns(self, snapshot: Snapshot) -> int | None:
+        """The user turns of the commit ``snapshot`` was synced with (``None``: unknown)."""
+        synced = self.repo.synced_commit(snapshot)
+        if synced is None:
+            return 0 if not snapshot.messages else None
+        before = self.repo.get_commit(synced).metadata.get("user_turns")
+        return before if isinstance(before, int) and not isinstance(before, bool) else None
+
+    def _commit(
+        self,
+        op: str,
+        message: str,
+        edit: Callable[[list[Any]], Any],
+        added: list[Any] | None = None,
+    ) -> Any:
+        """Apply ``edit`` to the tip's items and commit it; redo it on a moved tip.
+
+        ``added``: the items an append adds (its user turns are counted without a scan).
+        """
         for _attempt in range(_ATTEMPTS):
             snapshot = self._sync()
             messages = snapshot.messages
+            prior = self._prior_turns(snapshot) if added is not None else None
             result = edit(messages)
             if result is _UNCHANGED:
                 return None
@@ -184,7 +207,11 @@ class StateVCSSession:
                         "op": op,
                         "session_id": self.session_id,
                         "items": len(messages),
-                        "user_turns": len(_user_turns(list(messages))),
+                        "user_turns": (
+                            prior + sum(1 for item in added if _is_user(item))
+                            if prior is not None and added is not None
+                            else len(_user_turns(list(messages)))
+                        ),
                     },
                 )
             except RefConflict:
@@ -235,7 +262,7 @@ class StateVCSSession:
         def edit(messages: list[Any]) -> None:
             messages.extend(added)
 
-        self._commit("add", message, edit)
+        self._commit("add", message, edit, added)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item, in a commit (``None``, no commit, when empty)."""
