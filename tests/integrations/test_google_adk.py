@@ -295,3 +295,9 @@ def test_any_ids_are_stored_or_refused_cleanly(repo: Repo, app: str, user: str, 
         return
     got = run(service.get_session(app_name=app, user_id=user, session_id=created.id))
     assert got is not None and got.id == created.id and got.app_name == app
+
+
+def test_the_integration_also_goes_by_adk() -> None:
+    from statevcs.integrations import adk, google_adk
+
+    assert adk.StateVCSSessionService is google_adk.StateVCSSessionService
