@@ -94,6 +94,7 @@ def test_the_group_runs_every_command_module() -> None:
         "gc",
         "fsck",
         "stats",
+        "commit-graph",
         "export-git",
         "import-git",
         "mcp",
