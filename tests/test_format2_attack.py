@@ -13,6 +13,7 @@ happens on every commit.
 from __future__ import annotations
 
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,7 @@ def _fresh_snapshot_id(messages: list[Any], storage_format: int, k: int = 1) -> 
         return other.commit({"messages": list(messages), "k": k}, message="m").snapshot_id
 
 
-def _reopen(repo: Repo, folder: Path | None) -> Repo:
+def _reopen(repo: Repo, folder: Path | str | None) -> Repo:
     return Repo.open(folder) if folder is not None else Repo(repo.store)
 
 
@@ -114,7 +115,7 @@ def _blank(tracked: bool) -> dict[str, Any]:
 
 
 def run_sequence(
-    repo: Repo, folder: Path | None, ops: list[tuple[Any, ...]], tracked: bool
+    repo: Repo, folder: Path | str | None, ops: list[tuple[Any, ...]], tracked: bool
 ) -> list[tuple[str, list[Any]]]:
     """Apply ``ops``, committing after each; check every commit; return (commit id, messages)."""
     storage_format = repo.storage_format
@@ -384,3 +385,15 @@ def test_an_upgrade_killed_before_it_set_the_format_leaves_writers_safe(tmp_path
     with Repo.open(folder) as fresh:
         assert fresh.show(commit.id).messages == [*grown[:150], _say("new")]
         assert fresh.fsck().ok
+
+
+@given(ops=st.lists(_op, min_size=1, max_size=8))
+@settings(
+    max_examples=3,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_s3_commits_read_back_exactly(ops: list[tuple[Any, ...]], seaweedfs: Any) -> None:
+    """The same sequences on S3 (SeaweedFS): every commit, in a fresh handle each."""
+    url = seaweedfs.url(f"t/{uuid.uuid4().hex}")
+    with Repo.init(url) as repo:
+        run_sequence(repo, url, ops, tracked=True)
