@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .commitfields import canonical_metadata, check_text, timestamp_us
 from .errors import (
@@ -29,7 +29,6 @@ from .serializers import StateSerializer, serializer_for
 from .snapshot import (
     MessageBase,
     ReadSnapshot,
-    Snapshot,
     StoredMessages,
     WrittenSnapshot,
     load_snapshot_object,
@@ -40,6 +39,9 @@ from .snapshot import (
 from .stores.base import ANY, Expected, RefUpdate, Store, StoredReflogEntry
 from .structures.chunking import Chunker
 from .structures.maps import read_map
+
+if TYPE_CHECKING:
+    from .model import Snapshot
 
 
 class ObjectDatabase(ObjectDB):
@@ -120,6 +122,8 @@ class ObjectDatabase(ObjectDB):
 
     def write_snapshot(self, snapshot: Snapshot, *, state_codec: str | None = None) -> ObjectId:
         """Store a snapshot's objects (no commit, no ref) and return its id."""
+        from .model import Snapshot
+
         if not isinstance(snapshot, Snapshot):
             raise TypeError(f"snapshot must be a statevcs.Snapshot, got {type(snapshot).__name__}")
         written = self.encode_snapshot(snapshot, state_codec=state_codec)

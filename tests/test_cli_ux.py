@@ -160,11 +160,33 @@ def test_import_and_version_load_nothing_heavy(small: Path, tmp_path: Path) -> N
 def test_log_loads_only_what_it_needs(small: Path, tmp_path: Path) -> None:
     found = loaded(["log", "-n", "10"], small, tmp_path)
     assert "statevcs.cli.commands.history" in found
-    unwanted = {m for m in found if m.split(".")[0] in ("dulwich", "obstore", "langgraph", "mcp")}
+    unwanted = {
+        m
+        for m in found
+        if m.split(".")[0] in ("dulwich", "obstore", "langgraph", "mcp", "pydantic")
+    }
+    # The core reads logs without the Snapshot model; entry points load only for new types.
+    unwanted |= {m for m in found if m in ("statevcs.model", "importlib.metadata")}
     unwanted |= {m for m in found if m.startswith(("rich.table", "rich.progress"))}
     unwanted |= {m for m in found if m.startswith(("statevcs.mirror", "statevcs.stores.s3"))}
     unwanted |= {m for m in found if m.startswith("statevcs.cli.commands.") and "history" not in m}
     assert unwanted == set()
+
+
+def test_opening_a_repository_and_reading_its_log_load_no_pydantic(small: Path) -> None:
+    code = (
+        "import sys, statevcs\n"
+        f"with statevcs.Repo.open({str(small)!r}) as repo:\n"
+        "    assert len(list(repo.log('main'))) == 3\n"
+        "assert 'pydantic' not in sys.modules, 'log loaded pydantic'\n"
+        "with statevcs.Repo.open({!r}) as repo:\n"
+        "    snapshot = repo.show('main')\n"
+        "from statevcs.snapshot import Snapshot\n"
+        "assert type(snapshot) is Snapshot is statevcs.Snapshot\n"
+        "assert Snapshot.__module__ == 'statevcs.snapshot'\n"
+        "assert repr(Snapshot(kind='k')).startswith('Snapshot(')\n"
+    ).replace("{!r}", repr(str(small)))
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
 def test_the_package_loads_its_names_on_first_use() -> None:
