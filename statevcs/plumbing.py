@@ -145,23 +145,32 @@ class ObjectDatabase(ObjectDB):
         Every field is checked first (see :mod:`statevcs.commitfields`); nothing is written
         for bad input.
         """
-        _check_id(snapshot_id, "snapshot_id")
-        if isinstance(parents, (str, bytes)) or not isinstance(parents, Sequence):
-            raise TypeError(f"parents must be a list of commit ids, got {type(parents).__name__}")
-        commit = CommitObject(
-            snapshot=snapshot_id,
-            parents=tuple(_check_id(p, "parents") for p in parents),
-            author=check_text(author, "author"),
-            timestamp_us=timestamp_us(timestamp),
-            message=check_text(message, "message"),
-            metadata=canonical_metadata(metadata),
-        )
+        commit = _commit_object(snapshot_id, parents, message, author, timestamp, metadata)
         self.load_snapshot(snapshot_id)
         for parent in commit.parents:
             self.load_commit(parent)
         commit_id, encoded = self.encode_commit(commit)
         self.put({commit_id: encoded})
         return commit_id
+
+    def build_commit(
+        self,
+        snapshot_id: ObjectId,
+        parents: Sequence[ObjectId],
+        *,
+        message: str,
+        author: str,
+        timestamp: datetime,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> tuple[ObjectId, bytes]:
+        """Check a commit's fields and return its ``(id, bytes)`` without writing anything.
+
+        For writers that batch many commits into one :meth:`put` (an importer): unlike
+        :meth:`write_commit` it does not read the snapshot and parents, so the caller must
+        store them in the same or an earlier :meth:`put`.
+        """
+        commit = _commit_object(snapshot_id, parents, message, author, timestamp, metadata)
+        return self.encode_commit(commit)
 
     def has_many(self, ids: Iterable[ObjectId]) -> set[ObjectId]:
         """Return the subset of ``ids`` the store holds (nothing is read or checked)."""
@@ -197,6 +206,28 @@ class ObjectDatabase(ObjectDB):
                 except CorruptObject as exc:
                     problems.append(str(exc))
         return problems
+
+
+def _commit_object(
+    snapshot_id: ObjectId,
+    parents: Sequence[ObjectId],
+    message: str,
+    author: str,
+    timestamp: datetime,
+    metadata: Mapping[str, Any] | None,
+) -> CommitObject:
+    """A commit object of checked fields (see :mod:`statevcs.commitfields`)."""
+    _check_id(snapshot_id, "snapshot_id")
+    if isinstance(parents, (str, bytes)) or not isinstance(parents, Sequence):
+        raise TypeError(f"parents must be a list of commit ids, got {type(parents).__name__}")
+    return CommitObject(
+        snapshot=snapshot_id,
+        parents=tuple(_check_id(p, "parents") for p in parents),
+        author=check_text(author, "author"),
+        timestamp_us=timestamp_us(timestamp),
+        message=check_text(message, "message"),
+        metadata=canonical_metadata(metadata),
+    )
 
 
 class _RawBytes:
