@@ -28,6 +28,7 @@ import statevcs
 from statevcs.cli.pager import pager_command
 from statevcs.cli.safety import suggest
 from statevcs.durations import InvalidDuration, parse_age
+from statevcs.mirror.git import import_git
 from statevcs.repo import Repo
 from statevcs.stores.sqlite import DB_FILENAME
 
@@ -457,6 +458,15 @@ def test_a_newcomers_session(tmp_path: Path) -> None:
     assert size_on_disk(folder) < before - 60_000
     code, screen = on_terminal(["status"], folder, {})
     assert code == 0 and "On branch main" in ANSI.sub("", screen)
+    # The git mirror, with its progress bar drawn on the terminal (stderr) and then cleared.
+    code, screen = on_terminal(["export-git", str(tmp_path / "mirror.git")], folder, {})
+    plain = ANSI.sub("", screen)
+    assert code == 0 and "exported 3 new commits" in plain, screen
+    assert "exporting commits" in plain and "3/3" in plain, screen
+    assert "\x1b[?25l" in screen  # rich hid the cursor while the bar was live
+    with Repo.init(tmp_path / "copy") as copy, Repo.open(folder) as original:
+        import_git(copy, tmp_path / "mirror.git")
+        assert copy.show("idea") == original.show("idea")
 
 
 # --- small design debt ------------------------------------------------------------------------
