@@ -193,7 +193,8 @@ def _export(
     exporter = _Exporter(repo, git, report, fresh)
     for done_count, commit_id in enumerate(todo, start=1):
         if done_count % _READ_AHEAD == 1:
-            exporter.read_ahead([graph.commit(c) for c in todo[done_count - 1 :][:_READ_AHEAD]])
+            ahead = todo[done_count - 1 : done_count - 1 + _READ_AHEAD]
+            exporter.read_ahead([graph.commit(c) for c in ahead])
         commit = graph.commit(commit_id)
         parents = [ids.to_git[p] for p in commit.parents]
         try:
@@ -496,11 +497,18 @@ class _Exporter:
     def read_ahead(self, commits: Sequence[CommitObject]) -> None:
         """Read the snapshots of ``commits`` and their messages outside the tree in one batch
         each (an export otherwise asks the store a few times per commit)."""
-        snapshots = self.objects.load_many([c.snapshot for c in commits])
-        tails = {
-            i for snap in snapshots.values() if isinstance(snap, SnapshotObject) for i in snap.tail
-        }
-        self.objects.load_values([i for i in tails if i not in self.message_blobs])
+        try:
+            snapshots = self.objects.load_many([c.snapshot for c in commits])
+            tails = {
+                i
+                for snap in snapshots.values()
+                if isinstance(snap, SnapshotObject)
+                for i in snap.tail
+            }
+            self.objects.load_values([i for i in tails if i not in self.message_blobs])
+        except StateVCSError:
+            # A missing or damaged object: the commit that needs it reads it and says so.
+            return
 
     def flush(self) -> None:
         if self.pending:
