@@ -85,6 +85,8 @@ def main(folder: Path) -> None:
     repo.close()
     print(f"\nThe repository stays in {folder}; inspect it with:")
     print(f"  statevcs -C {shlex.quote(str(folder))} log --graph")
+    print("or browse it in your web browser (pip install 'statevcs[web]'):")
+    print(f"  statevcs serve {shlex.quote(str(folder))} --open")
 
 
 if __name__ == "__main__":

@@ -9,15 +9,15 @@ from datetime import timedelta
 
 from .errors import CorruptObject, MissingObject, RefsChanged, StateVCSError, StoreError
 from .hashing import ObjectId, from_hex, to_hex
-from .objectdb import UPGRADE_MAP_KEY, ObjectDB
+from .objectdb import DICTIONARY_KEY, UPGRADE_MAP_KEY, ObjectDB, decode_stored
 from .objects import (
     DOC_PREFIX,
+    ZDICT_PREFIX,
     Chunked,
     CommitObject,
     Inline,
     ListNode,
     children,
-    decode,
     encode_doc,
     leaf_problems,
 )
@@ -108,6 +108,9 @@ def reachability_roots(store: Store) -> set[ObjectId]:
     upgrade_map = store.config_get(UPGRADE_MAP_KEY)
     if upgrade_map:  # old ids resolve through it (its entries keep no commit alive)
         roots.add(from_hex(upgrade_map))
+    dictionary = store.config_get(DICTIONARY_KEY)
+    if dictionary:  # compressed objects name it
+        roots.add(from_hex(dictionary))
     return roots
 
 
@@ -139,7 +142,7 @@ def mark_reachable(
                 continue
             reachable.add(object_id)
             try:
-                obj = decode(object_id, data)
+                obj = decode_stored(store, object_id, data)
             except CorruptObject as exc:
                 if problems is None:
                     raise
@@ -186,7 +189,7 @@ def collect_garbage(
     reachable = mark_reachable(store, roots, on_batch=on_batch)
     old = {i for i, _ in store.iter_objects(older_than=cutoff)}
     unreachable = [i for i in all_objects if i not in reachable]
-    doomed = [i for i in unreachable if i in old]
+    doomed = _without_dictionaries(store, [i for i in unreachable if i in old], all_objects)
     deleted = 0
     if not dry_run:
         start = 0
@@ -222,6 +225,25 @@ def collect_garbage(
     )
 
 
+def _without_dictionaries(
+    store: Store, doomed: list[ObjectId], sizes: dict[ObjectId, int]
+) -> list[ObjectId]:
+    """``doomed`` less every zstd dictionary: objects compressed with one (reachable or not,
+    in this repository or being written by another process) must stay readable forever."""
+    candidates = [
+        i for i in doomed if _DICTIONARY_SIZES[0] <= sizes.get(i, 0) <= _DICTIONARY_SIZES[1]
+    ]
+    kept: set[ObjectId] = set()
+    for start in range(0, len(candidates), 500):
+        found = store.get_many(candidates[start : start + 500])
+        kept.update(i for i, data in found.items() if data[: len(ZDICT_PREFIX)] == ZDICT_PREFIX)
+    return [i for i in doomed if i not in kept] if kept else doomed
+
+
+_DICTIONARY_SIZES = (1024, 1024 * 1024)
+"""The sizes a stored dictionary can have (trained ones are 32 KiB)."""
+
+
 def _mark_more(store: Store, roots: set[ObjectId], marked: set[ObjectId]) -> set[ObjectId]:
     """Mark from ``roots``, not descending into objects already in ``marked``."""
     found: set[ObjectId] = set()
@@ -235,7 +257,7 @@ def _mark_more(store: Store, roots: set[ObjectId], marked: set[ObjectId]) -> set
             if data is None:
                 continue
             found.add(object_id)
-            frontier.extend(children(decode(object_id, data)))
+            frontier.extend(children(decode_stored(store, object_id, data)))
     return found
 
 
@@ -266,7 +288,7 @@ def check_repository(store: Store, db: ObjectDB) -> FsckReport:
                 problems.append(f"object {to_hex(object_id)} vanished while checking")
                 continue
             try:
-                decode(object_id, data)
+                decode_stored(store, object_id, data)
             except CorruptObject as exc:
                 problems.append(str(exc))
     reachable: set[ObjectId] = set()

@@ -16,9 +16,15 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from .compression import pack, unpack
+from .compression import (
+    MissingDictionary,
+    pack,
+    register_dictionary,
+    train_dictionary,
+    unpack,
+)
 from .errors import CorruptObject, MissingObject
-from .hashing import ObjectId, to_hex
+from .hashing import ObjectId, from_hex, to_hex
 from .objects import (
     DOC_PREFIX,
     NOT_A_DOC,
@@ -27,8 +33,10 @@ from .objects import (
     Doc,
     ListNode,
     StoredObject,
+    ZstdDictionary,
     decode,
     doc_value,
+    encode_with_id,
     kind_of,
 )
 from .stores.base import Store
@@ -43,9 +51,55 @@ FORMAT_KEY = "core.format"
 """The config key naming a repository's storage format ("1": a leaf names messages by id;
 "2": a leaf holds the messages, objects compressed)."""
 CURRENT_FORMAT = 2
+DICTIONARY_KEY = "core.zstd-dictionary"
+"""Config key: hex id of the ``zdict`` object writers compress with (format 2; a gc root)."""
+DICTIONARY_PREFIX = "core.zstd-dict."
+"""Config keys ``core.zstd-dict.<dictionary id, 8 hex digits>``: the ``zdict`` object's hex id,
+for readers of frames that name that dictionary."""
+TRAIN_AFTER = 128 * 1024
+"""Bytes of new messages a handle collects before it trains the repository's dictionary."""
 UPGRADE_MAP_KEY = "core.upgrade-map"
 """Config key: hex id of the map from format-1 commit ids to the commits that replaced them
 (written by ``statevcs upgrade``; a gc root)."""
+
+
+def load_dictionary(store: Store, dict_id: int) -> None:
+    """Register the repository's zstd dictionary ``dict_id`` in this process (from the store)."""
+    key = f"{DICTIONARY_PREFIX}{dict_id:08x}"
+    found = store.config_get(key) or store.config_get(DICTIONARY_KEY)
+    if not found:
+        raise CorruptObject(
+            "(dictionary)",
+            f"objects name zstd dictionary {dict_id:08x}, but the config has no {key}; "
+            "restore the repository's config from a backup",
+        )
+    object_id = from_hex(found)
+    data = store.get_many([object_id]).get(object_id)
+    if data is None:
+        raise MissingObject(found)
+    obj = decode(object_id, data)
+    if not isinstance(obj, ZstdDictionary):
+        raise CorruptObject(found, f"expected a zstd dictionary, found {kind_of(obj)}")
+    try:
+        registered = register_dictionary(obj.data)
+    except ValueError as exc:
+        raise CorruptObject(found, str(exc)) from None
+    if registered != dict_id:
+        raise CorruptObject(found, f"it holds dictionary {registered:08x}, not {dict_id:08x}")
+
+
+def unpack_stored(store: Store, object_id: ObjectId, data: bytes) -> bytes:
+    """The plain bytes of an object read from ``store`` (loading its dictionary if needed)."""
+    try:
+        return unpack(object_id, data)
+    except MissingDictionary as exc:
+        load_dictionary(store, exc.dict_id)
+        return unpack(object_id, data)
+
+
+def decode_stored(store: Store, object_id: ObjectId, data: bytes) -> StoredObject:
+    """:func:`~statevcs.objects.decode` of bytes read from ``store`` (hash checked)."""
+    return decode(object_id, unpack_stored(store, object_id, data))
 
 
 class ObjectDB:
@@ -62,6 +116,11 @@ class ObjectDB:
         """The gc generation :attr:`known` is valid for."""
         self._chunker = chunker
         self._homes: dict[ObjectId, ObjectId] = {}
+        self._dictionary: int | None = None
+        """The zstd dictionary writes use (0: none yet; None: not looked up)."""
+        self._samples: list[bytes] = []
+        self._sampled = 0
+        self._train_after = TRAIN_AFTER
         """Message id -> the packed leaf holding it (messages of format 2 are not objects)."""
         self._format: int | None = None
 
@@ -120,7 +179,7 @@ class ObjectDB:
                 if data is None:
                     result[object_id] = self._packed_doc(object_id)
                     continue
-                data = unpack(object_id, data)
+                data = unpack_stored(self.store, object_id, data)
                 obj = decode(object_id, data)
                 result[object_id] = obj
                 self._remember(object_id, obj, data)
@@ -153,7 +212,7 @@ class ObjectDB:
         for object_id, data in found.items():
             cached = self._nodes.get(object_id)
             if cached is None:
-                data = unpack(object_id, data)
+                data = unpack_stored(self.store, object_id, data)
                 cached = decode(object_id, data)
                 self._remember(object_id, cached, data)
             result[object_id] = cached
@@ -197,7 +256,7 @@ class ObjectDB:
             for object_id in ids:
                 data = fetched.pop(object_id, None)
                 if data is not None:
-                    data = unpack(object_id, data)
+                    data = unpack_stored(self.store, object_id, data)
                     value = doc_value(object_id, data)
                     # _remember inlined: this runs once per message of a restored thread.
                     known.add(object_id)
@@ -265,7 +324,7 @@ class ObjectDB:
                 data = found.get(object_id)
                 if data is None:
                     raise MissingObject(to_hex(object_id))
-                data = unpack(object_id, data)
+                data = unpack_stored(self.store, object_id, data)
                 obj = decode(object_id, data)
                 self._remember(object_id, obj, data)
                 result[object_id] = data
@@ -354,7 +413,60 @@ class ObjectDB:
         self._trim_bytes()
         if self.format < 2:
             return fresh
-        return {k: pack(v) for k, v in fresh.items()}
+        dictionary = self._write_dictionary()
+        if not dictionary:
+            dictionary = self._sample(fresh)
+        return {k: pack(v, dictionary) for k, v in fresh.items()}
+
+    def _write_dictionary(self) -> int:
+        """The dictionary this repository compresses with (0: none trained yet)."""
+        if self._dictionary is None:
+            found = self.store.config_get(DICTIONARY_KEY)
+            self._dictionary = 0 if not found else self._register(from_hex(found))
+        return self._dictionary
+
+    def _register(self, object_id: ObjectId) -> int:
+        data = self.store.get_many([object_id]).get(object_id)
+        if data is None:
+            raise MissingObject(to_hex(object_id))
+        obj = decode(object_id, data)
+        if not isinstance(obj, ZstdDictionary):
+            raise CorruptObject(
+                to_hex(object_id), f"expected a zstd dictionary, found {kind_of(obj)}"
+            )
+        try:
+            return register_dictionary(obj.data)
+        except ValueError as exc:
+            raise CorruptObject(to_hex(object_id), str(exc)) from None
+
+    def _sample(self, fresh: Mapping[ObjectId, bytes]) -> int:
+        """Collect new messages; once there are enough, train the repository's dictionary.
+
+        The dictionary is stored and named in the config before any object uses it, so every
+        reader can find it; two handles training at once leave two dictionaries, both kept.
+        """
+        for data in fresh.values():
+            if data[:5] == DOC_PREFIX:
+                self._samples.append(data)
+                self._sampled += len(data)
+        if self._sampled < self._train_after:
+            return 0
+        samples, self._samples, self._sampled = self._samples, [], 0
+        trained = train_dictionary(samples)
+        if trained is None:
+            self._train_after *= 2  # too little to learn from yet: try again later
+            return 0
+        dictionary_id, encoded = encode_with_id(ZstdDictionary(trained))
+        self.store.put_many({dictionary_id: encoded})
+        dict_id = register_dictionary(trained)
+        self.store.config_set(f"{DICTIONARY_PREFIX}{dict_id:08x}", to_hex(dictionary_id))
+        found = self.store.config_get(DICTIONARY_KEY)
+        if found:  # another handle trained one first: use theirs, keep ours readable
+            self._dictionary = self._register(from_hex(found))
+        else:
+            self.store.config_set(DICTIONARY_KEY, to_hex(dictionary_id))
+            self._dictionary = dict_id
+        return self._dictionary
 
     def mark_stored(self, ids: Iterable[ObjectId]) -> None:
         """Record that ``ids`` are now in the store."""

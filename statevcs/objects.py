@@ -28,6 +28,9 @@ KIND_LEAF = "leaf"
 KIND_MAP = "map"
 KIND_SNAPSHOT = "snapshot"
 KIND_COMMIT = "commit"
+KIND_ZDICT = "zdict"
+ZDICT_PREFIX = b"\x92\xa5zdict"
+"""How every ``zdict`` object's encoding starts (such objects are never compressed)."""
 
 SNAPSHOT_FORMAT = 1
 """The snapshot version format-1 repositories write (message leaves hold ids only)."""
@@ -140,7 +143,16 @@ class CommitObject:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-StoredObject = Blob | Doc | Chunked | ListNode | MapNode | SnapshotObject | CommitObject
+@dataclass(frozen=True, slots=True)
+class ZstdDictionary:
+    """A zstd dictionary the repository's compressed objects may name (stored plain)."""
+
+    data: bytes
+
+
+StoredObject = (
+    Blob | Doc | Chunked | ListNode | MapNode | SnapshotObject | CommitObject | ZstdDictionary
+)
 
 _packb: Callable[[Any], bytes] = documents.ThreadSafePacker(use_bin_type=True, autoreset=True)
 
@@ -222,6 +234,8 @@ def _encode(obj: StoredObject) -> bytes:
         return encode_doc(obj.value)
     if isinstance(obj, Blob):
         return _packb([KIND_BLOB, obj.data])
+    if isinstance(obj, ZstdDictionary):
+        return _packb([KIND_ZDICT, obj.data])
     if isinstance(obj, MapNode):
         return _packb([KIND_MAP, *_map_fields(obj)])
     if isinstance(obj, Chunked):
@@ -404,6 +418,11 @@ def _from_raw(raw: Any) -> StoredObject:
         if not isinstance(raw[1], bytes):
             raise ValueError("blob data must be bytes")
         return Blob(raw[1])
+    if kind == KIND_ZDICT:
+        _expect(raw, 2, kind)
+        if not isinstance(raw[1], bytes):
+            raise ValueError("a zstd dictionary must be bytes")
+        return ZstdDictionary(raw[1])
     if kind == KIND_MAP:
         _expect(raw, 3, kind)
         return _map_node(raw[1], raw[2])
@@ -473,6 +492,7 @@ _KIND_NAMES: dict[type, str] = {
     MapNode: KIND_MAP,
     SnapshotObject: KIND_SNAPSHOT,
     CommitObject: KIND_COMMIT,
+    ZstdDictionary: KIND_ZDICT,
 }
 
 

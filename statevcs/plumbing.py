@@ -22,8 +22,8 @@ from .errors import (
     StaleCache,
 )
 from .hashing import ObjectId, to_hex
-from .objectdb import ObjectDB
-from .objects import CommitObject, SnapshotObject, children, decode, encode_with_id
+from .objectdb import ObjectDB, decode_stored
+from .objects import CommitObject, SnapshotObject, children, encode_with_id
 from .refs import check_ref_name
 from .serializers import StateSerializer, serializer_for
 from .snapshot import (
@@ -202,7 +202,7 @@ class ObjectDatabase(ObjectDB):
                     problems.append(f"missing object {to_hex(object_id)}")
                     continue
                 try:
-                    frontier.extend(children(decode(object_id, data)))
+                    frontier.extend(children(decode_stored(self.store, object_id, data)))
                 except CorruptObject as exc:
                     problems.append(str(exc))
         return problems

@@ -230,3 +230,17 @@ def test_the_mirror_benchmark_prints_a_row_per_length_and_leaves_no_files(tmp_pa
         assert all(re.fullmatch(r"[\d.]+ MiB|—", cell) for cell in cells[5:]), row
     assert list(scratch.iterdir()) == []
     assert [path.name for path in tmp_path.iterdir()] == ["scratch"]
+
+
+def test_the_serve_benchmark_prints_every_request_and_leaves_no_files(tmp_path: Path) -> None:
+    pytest.importorskip("starlette")
+    result = run(tmp_path, "--quick", "--runs", "1", script=ROOT / "benchmarks" / "bench_serve.py")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for row in ("graph, first page", "commit, first 50 messages", "search, every branch"):
+        line = next(line for line in lines if line.startswith(row))
+        assert re.fullmatch(r"[\d.]+ [\d.]+ [\d,]+", " ".join(line[len(row) :].split())), line
+    for row in ("graph: first paint", "commit page"):
+        line = next(line for line in lines if line.startswith(row))
+        assert len(line[len(row) :].split()) == 4, line
+    assert list((tmp_path / "scratch").iterdir()) == []

@@ -94,7 +94,9 @@ def test_the_group_runs_every_command_module() -> None:
         "gc",
         "fsck",
         "stats",
+        "upgrade",
         "export-git",
         "import-git",
         "mcp",
+        "serve",
     }

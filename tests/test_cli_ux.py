@@ -111,7 +111,18 @@ def fake_pager(tmp_path: Path, limit: int = 0) -> tuple[str, Path]:
 
 # --- start-up ---------------------------------------------------------------------------------
 
-HEAVY = ("rich", "dulwich", "obstore", "pydantic", "langgraph", "boto3", "strands", "mcp")
+HEAVY = (
+    "rich",
+    "dulwich",
+    "obstore",
+    "pydantic",
+    "langgraph",
+    "boto3",
+    "strands",
+    "mcp",
+    "starlette",
+    "uvicorn",
+)
 
 
 LOADED = """\
@@ -164,7 +175,8 @@ def test_log_loads_only_what_it_needs(small: Path, tmp_path: Path) -> None:
     unwanted = {
         m
         for m in found
-        if m.split(".")[0] in ("dulwich", "obstore", "langgraph", "mcp", "pydantic")
+        if m.split(".")[0]
+        in ("dulwich", "obstore", "langgraph", "mcp", "starlette", "uvicorn", "pydantic")
     }
     # The core reads logs without the Snapshot model; entry points load only for new types.
     unwanted |= {m for m in found if m in ("statevcs.model", "importlib.metadata")}

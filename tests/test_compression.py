@@ -14,8 +14,17 @@ from hypothesis import strategies as st
 
 from statevcs import CorruptObject, Repo, compression
 from statevcs.compression import ZSTD_MAGIC, content_id, is_packed, pack, unpack
-from statevcs.hashing import hash_bytes
-from statevcs.objects import DOC_PREFIX, ListNode, decode, encode, kind_of, leaf_problems
+from statevcs.hashing import from_hex, hash_bytes
+from statevcs.objects import (
+    DOC_PREFIX,
+    ListNode,
+    ZstdDictionary,
+    decode,
+    encode,
+    encode_with_id,
+    kind_of,
+    leaf_problems,
+)
 from statevcs.stores.sqlite import DB_FILENAME
 
 ANY_ID = b"\x01" * 32
@@ -109,3 +118,87 @@ def test_a_compression_bomb_in_a_repository_is_a_clear_error(
         report = repo.fsck()
         assert not report.ok
         assert any(leaves[0].hex() in p and "would expand" in p for p in report.problems)
+
+
+def _chatty(i: int) -> dict[str, Any]:
+    words = ["alpha", "beta", "gamma", "delta", "tool", "result", "weather", "Paris", "Oslo"]
+    text = " ".join(words[(i * 7 + k) % len(words)] for k in range(60))
+    return {"role": "user" if i % 2 else "assistant", "content": [{"text": f"{i}: {text}"}]}
+
+
+def _train(repo: Repo, start: int = 0, count: int = 600) -> list[dict[str, Any]]:
+    agent: dict[str, Any] = {"messages": []}
+    for i in range(start, start + count, 2):
+        agent["messages"] += [_chatty(i), _chatty(i + 1)]
+        repo.commit(agent, f"turn {i}")
+    return agent["messages"]
+
+
+def test_a_trained_dictionary_is_found_by_a_fresh_process(tmp_path: Path) -> None:
+    with Repo.init(tmp_path / "repo") as repo:
+        messages = _train(repo)
+        dictionary = repo.store.config_get("core.zstd-dictionary")
+        assert dictionary is not None
+        stored = repo.store.get_many([i for i, _ in repo.store.iter_objects()])
+        framed = [d for d in stored.values() if compression.frame_dictionary(d)]
+        assert framed  # objects written after training name the dictionary
+    code = (
+        "import sys, statevcs\n"
+        "with statevcs.Repo.open(sys.argv[1]) as repo:\n"
+        "    print(len(repo.show('main').messages), repo.fsck().ok)\n"
+    )
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "repo")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout.split() == [str(len(messages)), "True"]
+
+
+def test_gc_keeps_every_dictionary_even_one_no_config_names(tmp_path: Path) -> None:
+    with Repo.init(tmp_path / "repo") as repo:
+        _train(repo)
+        named = repo.store.config_get("core.zstd-dictionary")
+        assert named is not None
+        # A dictionary another handle trained at the same moment (its config key lost).
+        spare = zstandard.train_dictionary(4096, [msgpack.packb(_chatty(i)) for i in range(400)])
+        spare_id, spare_bytes = encode_with_id(ZstdDictionary(spare.as_bytes()))
+        repo.store.put_many({spare_id: spare_bytes})
+        repo.gc("0", expire_reflog="0")
+        present = repo.store.has_many([from_hex(named), spare_id])
+        assert present == {from_hex(named), spare_id}
+        assert repo.fsck().ok
+
+
+def test_objects_compressed_with_a_dictionary_need_it(tmp_path: Path) -> None:
+    with Repo.init(tmp_path / "repo") as repo:
+        _train(repo)
+        named = repo.store.config_get("core.zstd-dictionary")
+        assert named is not None
+    db = sqlite3.connect(tmp_path / "repo" / DB_FILENAME)
+    db.execute("DELETE FROM config WHERE key LIKE 'core.zstd-dict%'")
+    db.commit()
+    db.close()
+    code = (
+        "import sys, statevcs\n"
+        "try:\n"
+        "    statevcs.Repo.open(sys.argv[1]).show('main')\n"
+        "except statevcs.CorruptObject as exc:\n"
+        "    print(exc)\n"
+    )
+    import subprocess
+    import sys
+
+    said = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "repo")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert "zstd dictionary" in said and "restore the repository's config" in said

@@ -755,7 +755,7 @@ _SCHEMA_NAMES = {"objects", "refs", "reflog", "config", "reflog_by_name", "reflo
 def _schema_complete(db: sqlite3.Connection) -> bool:
     """Whether every table, index and column exists (then opening writes nothing)."""
     names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
-    return _SCHEMA_NAMES <= names and _has_column(db, "objects", "parents")
+    return names >= _SCHEMA_NAMES and _has_column(db, "objects", "parents")
 
 
 def _has_column(db: sqlite3.Connection, table: str, column: str) -> bool:

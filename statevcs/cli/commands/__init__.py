@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export-git": ("mirror", "export_git"),
     "import-git": ("mirror", "import_git"),
     "mcp": ("mcp", "mcp"),
+    "serve": ("serve", "serve"),
 }
 """Every command by name: the module of :mod:`statevcs.cli.commands` defining it, and its name."""
 
