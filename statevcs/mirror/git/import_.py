@@ -56,6 +56,7 @@ from .layout import (
     parents_first,
     parse_entries,
     preload,
+    release,
     require_dulwich,
     show,
     symbolic_head,
@@ -111,6 +112,7 @@ def import_git(
         _move_refs(repo, path, refs, to_svc, report)
         _adopt_head(repo, git)
     finally:
+        release(git)
         git.close()
     return report
 

@@ -138,14 +138,15 @@ _preloaded: weakref.WeakKeyDictionary[Any, dict[bytes, tuple[int, bytes]]] = (
 )
 
 
-def preload(git: GitRepo, limit: int = PRELOAD_LIMIT) -> int:
+def preload(git: GitRepo, limit: int | None = None) -> int:
     """Inflate every object of the mirror's packs in one pass, for the reads that follow.
 
     An import reads thousands of small objects; looking each one up in a pack costs more than
     the object itself, while one pass over the pack resolves each delta once. Each object's
     sha is computed from its content as it is inflated (so a damaged object never matches its
-    name and is read again, and refused, one at a time). Packs over ``limit`` bytes in all, or
-    any trouble reading them, leave the reads one at a time; returns the objects inflated.
+    name and is read again, and refused, one at a time). Packs over ``limit`` bytes in all
+    (default :data:`PRELOAD_LIMIT`), or any trouble reading them, leave the reads one at a
+    time; returns the objects inflated.
     """
     from dulwich.pack import UnpackedObjectIterator
 
@@ -153,7 +154,7 @@ def preload(git: GitRepo, limit: int = PRELOAD_LIMIT) -> int:
     found: dict[bytes, tuple[int, bytes]] = {}
     try:
         packs = list(getattr(store, "packs", ()))
-        if sum(len(pack.data) for pack in packs) > limit:
+        if sum(len(pack.data) for pack in packs) > (PRELOAD_LIMIT if limit is None else limit):
             return 0
         for pack in packs:
             deltas = False
@@ -173,6 +174,11 @@ def preload(git: GitRepo, limit: int = PRELOAD_LIMIT) -> int:
         return 0
     _preloaded[store] = found
     return len(found)
+
+
+def release(git: GitRepo) -> None:
+    """Drop what :func:`preload` inflated and nobody read (at the end of an import)."""
+    _preloaded.pop(git.object_store, None)
 
 
 def _keep(found: dict[bytes, tuple[int, bytes]], unpacked: Any) -> None:
