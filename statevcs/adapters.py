@@ -13,12 +13,13 @@ import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from importlib import metadata
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from . import tracking
 from .errors import UnsupportedObject, install_hint
-from .snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from .snapshot import Snapshot
 
 MESSAGES_KEY = "messages"
 _NO_MESSAGES = "statevcs.no_messages_key"
@@ -198,6 +199,8 @@ class AdapterRegistry:
             return False
         roots = {klass.__module__.split(".", 1)[0] for klass in cls.__mro__}
         loaded = False
+        from importlib import metadata  # loads email and zipfile: only when needed
+
         for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
             if entry.name not in roots or entry.name in self._loaded:
                 continue
@@ -332,6 +335,8 @@ class DictAdapter:
         elif isinstance(messages, tracking.TrackedMessages):
             tracking.begin(obj, current_repo(), [messages], eager=False)
         state = {k: v for k, v in obj.items() if k != MESSAGES_KEY and k not in skip}
+        from .model import Snapshot  # pydantic loads with the first capture
+
         return Snapshot.model_construct(
             kind=self.kind, messages=messages, state=state, extras=extras
         )
@@ -391,6 +396,8 @@ class SnapshotAdapter:
         if not skip:
             return obj
         state = {k: v for k, v in obj.state.items() if k not in skip}
+        from .model import Snapshot
+
         return Snapshot.model_construct(
             kind=obj.kind, messages=obj.messages, state=state, extras=obj.extras
         )
@@ -436,7 +443,8 @@ def tracked_messages(messages: Iterable[Any] = ()) -> tracking.TrackedMessages:
 
 
 register_adapter(dict, DictAdapter())
-register_adapter(Snapshot, SnapshotAdapter())
+# By name, so that registering it does not load pydantic (statevcs.model).
+register_adapter("statevcs.snapshot.Snapshot", SnapshotAdapter())
 
 __all__ = [
     "ADAPTERS",

@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import MergeConflict
-from .snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from .model import Snapshot
 
 
 class _Missing:
@@ -112,6 +114,8 @@ def merge_snapshots(
     if side is None and isinstance(strategy, str):
         side = strategy
     resolver = strategy if callable(strategy) else None
+    from .model import Snapshot  # pydantic loads with the first merge, not with the module
+
     base = (
         base
         if base is not None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .commitfields import canonical_metadata, check_text, timestamp_us
 from .commitgraph import write_graph
@@ -32,7 +32,6 @@ from .serializers import StateSerializer, serializer_for
 from .snapshot import (
     MessageBase,
     ReadSnapshot,
-    Snapshot,
     StoredMessages,
     WrittenSnapshot,
     load_snapshot_object,
@@ -45,6 +44,8 @@ from .structures.chunking import Chunker
 from .structures.maps import read_map
 
 _COMMIT_TAG = b"\xa6commit"  # how an encoded commit's kind reads, near its start
+if TYPE_CHECKING:
+    from .model import Snapshot
 
 
 class ObjectDatabase(ObjectDB):
@@ -125,6 +126,8 @@ class ObjectDatabase(ObjectDB):
 
     def write_snapshot(self, snapshot: Snapshot, *, state_codec: str | None = None) -> ObjectId:
         """Store a snapshot's objects (no commit, no ref) and return its id."""
+        from .model import Snapshot
+
         if not isinstance(snapshot, Snapshot):
             raise TypeError(f"snapshot must be a statevcs.Snapshot, got {type(snapshot).__name__}")
         written = self.encode_snapshot(snapshot, state_codec=state_codec)
@@ -146,23 +149,32 @@ class ObjectDatabase(ObjectDB):
         Every field is checked first (see :mod:`statevcs.commitfields`); nothing is written
         for bad input.
         """
-        _check_id(snapshot_id, "snapshot_id")
-        if isinstance(parents, (str, bytes)) or not isinstance(parents, Sequence):
-            raise TypeError(f"parents must be a list of commit ids, got {type(parents).__name__}")
-        commit = CommitObject(
-            snapshot=snapshot_id,
-            parents=tuple(_check_id(p, "parents") for p in parents),
-            author=check_text(author, "author"),
-            timestamp_us=timestamp_us(timestamp),
-            message=check_text(message, "message"),
-            metadata=canonical_metadata(metadata),
-        )
+        commit = _commit_object(snapshot_id, parents, message, author, timestamp, metadata)
         self.load_snapshot(snapshot_id)
         for parent in commit.parents:
             self.load_commit(parent)
         commit_id, encoded = self.encode_commit(commit)
         self.put({commit_id: encoded})
         return commit_id
+
+    def build_commit(
+        self,
+        snapshot_id: ObjectId,
+        parents: Sequence[ObjectId],
+        *,
+        message: str,
+        author: str,
+        timestamp: datetime,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> tuple[ObjectId, bytes]:
+        """Check a commit's fields and return its ``(id, bytes)`` without writing anything.
+
+        For writers that batch many commits into one :meth:`put` (an importer): unlike
+        :meth:`write_commit` it does not read the snapshot and parents, so the caller must
+        store them in the same or an earlier :meth:`put`.
+        """
+        commit = _commit_object(snapshot_id, parents, message, author, timestamp, metadata)
+        return self.encode_commit(commit)
 
     def has_many(self, ids: Iterable[ObjectId]) -> set[ObjectId]:
         """Return the subset of ``ids`` the store holds (nothing is read or checked)."""
@@ -198,6 +210,28 @@ class ObjectDatabase(ObjectDB):
                 except CorruptObject as exc:
                     problems.append(str(exc))
         return problems
+
+
+def _commit_object(
+    snapshot_id: ObjectId,
+    parents: Sequence[ObjectId],
+    message: str,
+    author: str,
+    timestamp: datetime,
+    metadata: Mapping[str, Any] | None,
+) -> CommitObject:
+    """A commit object of checked fields (see :mod:`statevcs.commitfields`)."""
+    _check_id(snapshot_id, "snapshot_id")
+    if isinstance(parents, (str, bytes)) or not isinstance(parents, Sequence):
+        raise TypeError(f"parents must be a list of commit ids, got {type(parents).__name__}")
+    return CommitObject(
+        snapshot=snapshot_id,
+        parents=tuple(_check_id(p, "parents") for p in parents),
+        author=check_text(author, "author"),
+        timestamp_us=timestamp_us(timestamp),
+        message=check_text(message, "message"),
+        metadata=canonical_metadata(metadata),
+    )
 
 
 class _RawBytes:

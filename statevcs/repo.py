@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Final, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from .adapters import (
     ADAPTERS,
@@ -74,7 +74,6 @@ from .serializers import JSONSerializer, StateSerializer
 from .snapshot import (
     MessageBase,
     ReadSnapshot,
-    Snapshot,
     StoredMessages,
     WrittenSnapshot,
     check_codec_name,
@@ -90,6 +89,9 @@ from .stores.sqlite import DB_FILENAME, Durability, SQLiteStore, read_config
 from .structures.chunking import CHUNKER_KEY, DEFAULT_CHUNKER, chunker_for
 from .upgrade import UpgradeReport, read_upgrade_map
 from .upgrade import upgrade as upgrade_repository
+
+if TYPE_CHECKING:
+    from .model import Snapshot
 
 DEFAULT_AUTHOR = "statevcs <statevcs@localhost>"
 MEMORY_URL = "memory://"
@@ -1421,6 +1423,8 @@ def _as_stored(snapshot: Snapshot, serializer: StateSerializer, skip: frozenset[
         for key, value in snapshot.state.items()
         if key not in skip
     }
+    from .model import Snapshot
+
     return Snapshot.model_construct(
         kind=snapshot.kind,
         messages=[_doc_roundtrip(m) for m in snapshot.messages],

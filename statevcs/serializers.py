@@ -26,18 +26,34 @@ import json
 import math
 import pickle
 import re
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
 from enum import Enum
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 from zoneinfo import ZoneInfo
 
 import msgpack
-from pydantic import BaseModel
 
 from statevcs.errors import SerializationError, UntrustedPayload
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+
+def _model_base() -> type[BaseModel] | None:
+    """pydantic's ``BaseModel`` once pydantic is loaded; before that no value can be a model,
+    so the serializers never load pydantic themselves (start-up of the command line)."""
+    module = sys.modules.get("pydantic")
+    return None if module is None else module.BaseModel
+
+
+def _is_model(value: object) -> bool:
+    base = _model_base()
+    return base is not None and isinstance(value, base)
+
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -184,7 +200,7 @@ def _json_unsupported(value: Any) -> _Bad:
             f"store its .value instead, or open the repository with "
             f"statevcs.MsgpackSerializer(types=[{cls.__qualname__}])",
         )
-    if dataclasses.is_dataclass(value) or isinstance(value, BaseModel):
+    if dataclasses.is_dataclass(value) or _is_model(value):
         return _Bad(
             f"is {_a_type(cls)}, which JSON cannot store",
             f"convert it to a dict, or open the repository with "
@@ -403,7 +419,14 @@ _MSGPACK_HINT = (
     "None, datetime, date, time, timedelta, UUID, Decimal), or wrap it in a dataclass or "
     "pydantic model and register that class with MsgpackSerializer(types=[...])"
 )
-_VALIDATE_BY_NAME = "by_name" in inspect.signature(BaseModel.model_validate).parameters
+
+
+@functools.cache
+def _validate_by_name() -> bool:
+    from pydantic import BaseModel
+
+    return "by_name" in inspect.signature(BaseModel.model_validate).parameters
+
 
 _KIND_ENUM = "enum"
 _KIND_DATACLASS = "dataclass"
@@ -475,7 +498,8 @@ class _Registered:
 def _registrable_kind(cls: type) -> str | None:
     if issubclass(cls, Enum):
         return _KIND_ENUM
-    if issubclass(cls, BaseModel):
+    base = _model_base()
+    if base is not None and issubclass(cls, base):
         return _KIND_MODEL
     if dataclasses.is_dataclass(cls):
         return _KIND_DATACLASS
@@ -838,7 +862,7 @@ class MsgpackSerializer:
             if kind == _KIND_DATACLASS:
                 return entry.cls(**payload)
             model: type[BaseModel] = entry.cls
-            if _VALIDATE_BY_NAME:
+            if _validate_by_name():
                 return model.model_validate(payload, by_name=True)
             return model.model_validate(payload)
         except _Corrupt:

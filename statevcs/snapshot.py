@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 from blake3 import blake3
-from pydantic import BaseModel, ConfigDict, Field
 
 from .documents import MAX_DOCUMENT_DEPTH, check_depth, may_be_too_deep, refusal, short_repr
 from .errors import CorruptObject, SerializationError
@@ -31,20 +30,8 @@ from .serializers import StateSerializer, serializer_for
 from .structures import chunking, prolly
 from .structures.maps import INLINE_LIMIT, build_map, read_map
 
-
-class Snapshot(BaseModel):
-    """One version of an agent: its conversation, key-value state and other fields."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    kind: str = "snapshot"
-    """Adapter kind that captured it, e.g. ``"dict"`` or ``"strands.agent"``."""
-    messages: list[dict[str, Any]] = Field(default_factory=list)
-    """The conversation; values that read back equal (:mod:`statevcs.documents`)."""
-    state: dict[str, Any] = Field(default_factory=dict)
-    """Key-value state; each value goes through the repository's serializer."""
-    extras: dict[str, Any] = Field(default_factory=dict)
-    """Other fields (system prompt, conversation-manager state, ...); held to the message rules."""
+if TYPE_CHECKING:
+    from .model import Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -490,6 +477,8 @@ def read_snapshot(db: ObjectDB, snapshot_id: ObjectId, serializer: StateSerializ
     codec = serializer_for(obj.state_codec, serializer)
     state = read_values(db, read_map(db, obj.state), codec)
     extras = read_values(db, read_map(db, obj.extras), None)
+    from .model import Snapshot  # pydantic loads with the first snapshot read
+
     snapshot = Snapshot.model_construct(
         kind=obj.kind, messages=messages, state=state, extras=extras
     )
@@ -560,3 +549,12 @@ __all__ = [
     "read_values",
     "write_snapshot",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``Snapshot`` loads on first use (PEP 562): reading logs and refs never needs pydantic."""
+    if name == "Snapshot":
+        from .model import Snapshot
+
+        return Snapshot
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -39,7 +39,7 @@ from .objects import (
 )
 from .plumbing import ObjectDatabase
 from .refs import HEAD
-from .snapshot import MessageBase, Snapshot, StoredMessages, read_values
+from .snapshot import MessageBase, StoredMessages, read_values
 from .stores.base import RefUpdate
 from .structures import prolly
 from .structures.maps import read_map
@@ -116,6 +116,8 @@ class _Upgrader:
             base = MessageBase(previous, keep)
         messages: list[Any] = [None] * keep
         messages.extend(db.iter_docs(ids[keep:]))
+        from .model import Snapshot
+
         snapshot = Snapshot.model_construct(
             kind=snap.kind,
             messages=messages,

@@ -28,6 +28,7 @@ import statevcs
 from statevcs.cli.pager import pager_command
 from statevcs.cli.safety import suggest
 from statevcs.durations import InvalidDuration, parse_age
+from statevcs.mirror.git import import_git
 from statevcs.repo import Repo
 from statevcs.stores.sqlite import DB_FILENAME
 
@@ -174,12 +175,31 @@ def test_log_loads_only_what_it_needs(small: Path, tmp_path: Path) -> None:
     unwanted = {
         m
         for m in found
-        if m.split(".")[0] in ("dulwich", "obstore", "langgraph", "mcp", "starlette", "uvicorn")
+        if m.split(".")[0]
+        in ("dulwich", "obstore", "langgraph", "mcp", "starlette", "uvicorn", "pydantic")
     }
+    # The core reads logs without the Snapshot model; entry points load only for new types.
+    unwanted |= {m for m in found if m in ("statevcs.model", "importlib.metadata")}
     unwanted |= {m for m in found if m.startswith(("rich.table", "rich.progress"))}
     unwanted |= {m for m in found if m.startswith(("statevcs.mirror", "statevcs.stores.s3"))}
     unwanted |= {m for m in found if m.startswith("statevcs.cli.commands.") and "history" not in m}
     assert unwanted == set()
+
+
+def test_opening_a_repository_and_reading_its_log_load_no_pydantic(small: Path) -> None:
+    code = (
+        "import sys, statevcs\n"
+        f"with statevcs.Repo.open({str(small)!r}) as repo:\n"
+        "    assert len(list(repo.log('main'))) == 3\n"
+        "assert 'pydantic' not in sys.modules, 'log loaded pydantic'\n"
+        "with statevcs.Repo.open({!r}) as repo:\n"
+        "    snapshot = repo.show('main')\n"
+        "from statevcs.snapshot import Snapshot\n"
+        "assert type(snapshot) is Snapshot is statevcs.Snapshot\n"
+        "assert Snapshot.__module__ == 'statevcs.snapshot'\n"
+        "assert repr(Snapshot(kind='k')).startswith('Snapshot(')\n"
+    ).replace("{!r}", repr(str(small)))
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
 def test_the_package_loads_its_names_on_first_use() -> None:
@@ -450,6 +470,15 @@ def test_a_newcomers_session(tmp_path: Path) -> None:
     assert size_on_disk(folder) < before - 60_000
     code, screen = on_terminal(["status"], folder, {})
     assert code == 0 and "On branch main" in ANSI.sub("", screen)
+    # The git mirror, with its progress bar drawn on the terminal (stderr) and then cleared.
+    code, screen = on_terminal(["export-git", str(tmp_path / "mirror.git")], folder, {})
+    plain = ANSI.sub("", screen)
+    assert code == 0 and "exported 3 new commits" in plain, screen
+    assert "exporting commits" in plain and "3/3" in plain, screen
+    assert "\x1b[?25l" in screen  # rich hid the cursor while the bar was live
+    with Repo.init(tmp_path / "copy") as copy, Repo.open(folder) as original:
+        import_git(copy, tmp_path / "mirror.git")
+        assert copy.show("idea") == original.show("idea")
 
 
 # --- small design debt ------------------------------------------------------------------------

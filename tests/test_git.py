@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import statevcs
 from statevcs import GitMirrorError
 from statevcs.merge import same
-from statevcs.mirror.git import MAP_FILE, export_git, from_json, import_git, to_json
+from statevcs.mirror.git import MAP_FILE, export_git, from_json, import_git, layout, to_json
 
 pytest.importorskip("dulwich")
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git CLI")
@@ -153,6 +153,27 @@ def test_round_trip_gives_identical_ids(repo: statevcs.Repo, tmp_path: Path) -> 
     twice = import_git(copy, tmp_path / "mirror")
     assert (twice.commits_imported, twice.commits_existing) == (0, len(commits))
     assert twice.refs_updated == {}
+
+
+@pytest.mark.parametrize("limit", [0, None])
+def test_an_import_reads_the_same_with_or_without_inflating_the_packs_first(
+    repo: statevcs.Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int | None
+) -> None:
+    # PRELOAD_LIMIT 0: every pack is "too large", so each object is read on its own.
+    if limit is not None:
+        monkeypatch.setattr("statevcs.mirror.git.layout.PRELOAD_LIMIT", limit)
+    from dulwich.repo import Repo as GitRepo
+
+    export_git(repo, tmp_path / "mirror")
+    with GitRepo(str(tmp_path / "mirror")) as git:
+        inflated = layout.preload(git)
+        layout.release(git)
+    assert (inflated == 0) == (limit == 0)
+    copy = statevcs.Repo.init("memory://")
+    import_git(copy, tmp_path / "mirror")
+    assert copy.refs.as_hex() == repo.refs.as_hex()
+    for commit in all_commits(repo):
+        assert copy.show(commit.id) == repo.show(commit.id)
 
 
 def test_non_json_state_round_trips_through_raw_markers(tmp_path: Path, clock: Clock) -> None:

@@ -489,6 +489,44 @@ def test_malformed_mirrors_raise_statevcs_errors_and_change_nothing(
         assert again.fsck().ok
 
 
+@pytest.mark.parametrize("batch", [1, 2])
+def test_an_import_failing_after_it_stored_batches_moves_no_ref(
+    batch: int,
+    base_mirror: Path,
+    tmp_path: Path,
+    target: statevcs.Repo,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Imports store a transaction per _BATCH_COMMITS commits: with batches of 1 or 2, the
+    # first commits are stored before the tip fails to rebuild. Refs move only at the end.
+    monkeypatch.setattr("statevcs.mirror.git.import_._BATCH_COMMITS", batch)
+    mirror = tmp_path / "mirror.git"
+    shutil.copytree(base_mirror, mirror)
+    with GitRepo(str(mirror)) as git_repo:
+        amend_tip(git_repo, state_value(99))
+    refs, reflog = target.refs.as_hex(), target.reflog("main")
+    with pytest.raises(GitMirrorError, match="rebuild"):
+        import_git(target, mirror)
+    assert target.refs.as_hex() == refs and target.reflog("main") == reflog
+    with statevcs.Repo.open(tmp_path / "target") as again:
+        assert again.refs.as_hex() == refs
+        assert again.fsck().ok
+    # The same handle imports the repaired mirror afterwards, with every id as exported.
+    shutil.rmtree(mirror)
+    shutil.copytree(base_mirror, mirror)
+    report = import_git(target, mirror)
+    with GitRepo(str(mirror)) as git_repo:
+        tip = git_repo[git_repo.refs[b"refs/heads/main"]]
+        info = json.loads(
+            git_repo[
+                dict((e.path, e.sha) for e in git_repo[tip.tree].items())[b"statevcs.json"]
+            ].data
+        )
+    assert "refs/heads/main" in report.refs_skipped  # the target's own main diverges
+    assert len(list(target.log(info["commit"]))) == 3
+    assert target.fsck().ok
+
+
 def test_per_commit_errors_name_the_commit(base_mirror: Path, tmp_path: Path) -> None:
     mirror = tmp_path / "mirror.git"
     shutil.copytree(base_mirror, mirror)

@@ -13,6 +13,10 @@ from statevcs import Repo
 def _writer(folder: str, branch: str, count: int, retry: bool, name: str) -> None:
     repo = Repo.open(folder)
     state: dict[str, Any] = {"messages": []}
+    # A writer that finds no branch yet commits its first state on whatever tip there is then
+    # (an object never checked out commits on the tip): load the snapshot model (pydantic,
+    # loaded by the first commit otherwise) before that check, so the window stays short.
+    assert statevcs.Snapshot is not None
     for i in range(count):
         while True:
             # The documented retry: reload the branch, redo the change, commit again.

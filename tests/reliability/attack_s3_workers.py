@@ -107,6 +107,9 @@ def commit_loop(url: str, seed: str) -> None:
     """Commit forever on ``main`` (retrying on conflicts); print ``<id> <digest>`` per commit."""
     repo = Repo.open(url)
     state: dict[str, Any] = {"messages": []}
+    # The snapshot model (pydantic) loads with the first commit: load it before the parent's
+    # timed window starts, so a kill lands mid-commit rather than mid-import.
+    assert statevcs.Snapshot is not None
     _say("ready")
     i = 0
     while True:

@@ -74,6 +74,8 @@ _AUTHOR = re.compile(r"^(?P<name>[^<>\n]*?)\s*<(?P<email>[^<>\n]*)>$")
 _GIT_SHA = re.compile(rb"[0-9a-f]{40}")
 _FLUSH_EVERY = 20_000
 _CONVERSATIONS_KEPT = 64
+_READ_AHEAD = 256
+"""Commits whose snapshots and unpacked messages an export reads in one batch."""
 """Conversations an export keeps to diff children against (a fork's parent may fall out)."""
 
 
@@ -190,6 +192,9 @@ def _export(
     todo = topological_order(graph, dict.fromkeys(wanted.values()), stop=done)
     exporter = _Exporter(repo, git, report, fresh)
     for done_count, commit_id in enumerate(todo, start=1):
+        if done_count % _READ_AHEAD == 1:
+            ahead = todo[done_count - 1 : done_count - 1 + _READ_AHEAD]
+            exporter.read_ahead([graph.commit(c) for c in ahead])
         commit = graph.commit(commit_id)
         parents = [ids.to_git[p] for p in commit.parents]
         try:
@@ -488,6 +493,22 @@ class _Exporter:
             if len(self.pending) >= _FLUSH_EVERY:
                 self.flush()
         return sha
+
+    def read_ahead(self, commits: Sequence[CommitObject]) -> None:
+        """Read the snapshots of ``commits`` and their messages outside the tree in one batch
+        each (an export otherwise asks the store a few times per commit)."""
+        try:
+            snapshots = self.objects.load_many([c.snapshot for c in commits])
+            tails = {
+                i
+                for snap in snapshots.values()
+                if isinstance(snap, SnapshotObject)
+                for i in snap.tail
+            }
+            self.objects.load_values([i for i in tails if i not in self.message_blobs])
+        except StateVCSError:
+            # A missing or damaged object: the commit that needs it reads it and says so.
+            return
 
     def flush(self) -> None:
         if self.pending:

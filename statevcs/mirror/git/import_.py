@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...commitfields import canonical_metadata, check_text, timestamp_us
-from ...errors import GitMirrorError, InvalidRefName, RepositoryError, StateVCSError
+from ...errors import (
+    GitMirrorError,
+    InvalidRefName,
+    MissingObject,
+    RepositoryError,
+    StateVCSError,
+)
 from ...hashing import ObjectId, from_hex, to_hex
 from ...history import CommitGraph, is_ancestor
 from ...objects import encode_doc
@@ -49,6 +55,8 @@ from .layout import (
     listing,
     parents_first,
     parse_entries,
+    preload,
+    release,
     require_dulwich,
     show,
     symbolic_head,
@@ -97,12 +105,14 @@ def import_git(
     try:
         refs = _import_refs(git, report)
         _check_is_mirror(git, path, refs)
+        preload(git)
         importer = _Importer(repo, git, report)
         plans = _plan(repo, git, importer, refs, progress)
         to_svc = _write_commits(repo, importer, plans, report, progress)
         _move_refs(repo, path, refs, to_svc, report)
         _adopt_head(repo, git)
     finally:
+        release(git)
         git.close()
     return report
 
@@ -739,6 +749,7 @@ def _write_commits(
     to_write = sum(1 for plan in plans if not plan.existing and plan.parts is not None)
     to_svc: dict[bytes, ObjectId] = {}
     lists: dict[bytes, tuple[StoredMessages, tuple[bytes, ...]]] = {}
+    batch = _Batch(repo)
     for plan in plans:
         info = plan.info
         if plan.existing or plan.parts is None:
@@ -746,7 +757,15 @@ def _write_commits(
             report.commits_existing += 1
             continue
         try:
-            to_svc[plan.sha] = _write_one(repo, importer, plan, lists, to_svc)
+            try:
+                to_svc[plan.sha] = _write_one(repo, importer, plan, lists, to_svc, batch)
+            except MissingObject:
+                # The encoder read an object of this batch that its caches no longer hold:
+                # store the batch, then the same commit reads it from the store.
+                batch.flush()
+                to_svc[plan.sha] = _write_one(repo, importer, plan, lists, to_svc, batch)
+            if batch.commits >= _BATCH_COMMITS:
+                batch.flush()
         except StateVCSError as exc:
             raise GitMirrorError(
                 f"git commit {show(plan.sha)} cannot be imported: {exc}. No ref was changed"
@@ -756,7 +775,41 @@ def _write_commits(
             report.commits_from_git += 1
         if progress is not None:
             progress("importing", report.commits_imported, to_write)
+    try:
+        batch.flush()
+    except StateVCSError as exc:
+        raise GitMirrorError(f"the import could not be stored: {exc}. No ref was changed") from exc
     return to_svc
+
+
+_BATCH_COMMITS = 256
+"""Commits whose objects an import stores in one ``put`` (one SQLite transaction)."""
+
+
+class _Batch:
+    """Objects of imported commits not stored yet: one store write per many commits.
+
+    A commit's parent is in the same or an earlier batch, and refs move only after the last
+    batch is stored, so no ref ever names a missing object.
+    """
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self.objects: dict[ObjectId, bytes] = {}
+        self.commits = 0
+
+    def add(self, objects: Mapping[ObjectId, bytes], commit: tuple[ObjectId, bytes]) -> None:
+        """Queue one commit and the objects it needs."""
+        self.objects.update(objects)
+        self.objects[commit[0]] = commit[1]
+        self.commits += 1
+
+    def flush(self) -> None:
+        """Store what is queued (one transaction)."""
+        if self.objects:
+            self.repo.objects.put(self.objects)
+        self.objects = {}
+        self.commits = 0
 
 
 def _rebuild(
@@ -795,6 +848,7 @@ def _write_one(
     plan: _Planned,
     lists: dict[bytes, tuple[StoredMessages, tuple[bytes, ...]]],
     to_svc: Mapping[bytes, ObjectId],
+    batch: _Batch,
 ) -> ObjectId:
     info, parts = plan.info, plan.parts
     assert parts is not None
@@ -813,12 +867,10 @@ def _write_one(
         written = repo.objects.encode_snapshot(
             snapshot, state_codec=info.codec, base=base, raw_state=True
         )
-    repo.objects.put(written.objects)
-    lists[plan.sha] = (written.messages, parts.messages)
     parents = [to_svc[p] for p in plan.git_parents]
 
     if plan.authentic:
-        commit_id = repo.objects.write_commit(
+        commit_id, encoded = repo.objects.build_commit(
             written.snapshot_id,
             parents,
             message=info.message,
@@ -833,16 +885,19 @@ def _write_one(
                 "older statevcs that wrote non-string metadata keys as strings (such commits "
                 "cannot be read back exactly; export them again from the original repository)"
             )
-        return commit_id
-    assert plan.timestamp is not None
-    return repo.objects.write_commit(
-        written.snapshot_id,
-        parents,
-        message=plan.message,
-        author=plan.author,
-        timestamp=plan.timestamp,
-        metadata={"git": {"sha": show(plan.sha)}},
-    )
+    else:
+        assert plan.timestamp is not None
+        commit_id, encoded = repo.objects.build_commit(
+            written.snapshot_id,
+            parents,
+            message=plan.message,
+            author=plan.author,
+            timestamp=plan.timestamp,
+            metadata={"git": {"sha": show(plan.sha)}},
+        )
+    batch.add(written.objects, (commit_id, encoded))
+    lists[plan.sha] = (written.messages, parts.messages)
+    return commit_id
 
 
 def _adopt_head(repo: Repo, git: GitRepo) -> None:

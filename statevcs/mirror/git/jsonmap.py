@@ -179,6 +179,69 @@ def _marker(
         stack.extend((_VALUE, v, mapping, k, depth + 1, False) for k, v in inner.items())
 
 
+class _Unusual(Exception):
+    """A value :func:`_pretty` leaves to :func:`json.dumps` (and its errors)."""
+
+
+_PRETTY_DEPTH = 64
+"""Deeper values go through :func:`json.dumps`, so its limits and errors stay the rule."""
+_encode_text = cast("Any", json.encoder).encode_basestring  # C, as json.dumps uses it
+_float_text = float.__repr__
+_int_text = int.__repr__
+
+
+def _pretty(value: Any, out: list[str], newline: str, sort_keys: bool) -> None:
+    """Append ``value`` as ``json.dumps(value, indent=2, separators=(",", ": "),
+    ensure_ascii=False, allow_nan=False)`` writes it, byte for byte; raise :class:`_Unusual`
+    for anything that call would treat specially (non-finite floats, other types, depth)."""
+    if isinstance(value, str):
+        out.append(_encode_text(value))
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        out.append(_int_text(value))
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Unusual
+        out.append(_float_text(value))
+    elif len(newline) > 2 * _PRETTY_DEPTH:
+        raise _Unusual
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            out.append("[]")
+            return
+        inner = newline + "  "
+        out.append("[")
+        for index, item in enumerate(value):
+            out.append("," + inner if index else inner)
+            _pretty(item, out, inner, sort_keys)
+        out.append(newline + "]")
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        inner = newline + "  "
+        out.append("{")
+        try:
+            items = sorted(value.items()) if sort_keys else value.items()
+        except TypeError:  # keys that do not compare: json.dumps says so
+            raise _Unusual from None
+        for index, (key, item) in enumerate(items):
+            if not isinstance(key, str):
+                raise _Unusual  # json.dumps turns some keys into text and refuses others
+            out.append("," + inner if index else inner)
+            out.append(_encode_text(key))
+            out.append(": ")
+            _pretty(item, out, inner, sort_keys)
+        out.append(newline + "}")
+    else:
+        raise _Unusual
+
+
 def dump_json(value: Any, *, sort_keys: bool = False) -> bytes:
     """Return ``value`` (already JSON-compatible) as the pretty UTF-8 JSON the mirror stores.
 
@@ -187,14 +250,19 @@ def dump_json(value: Any, *, sort_keys: bool = False) -> bytes:
     documents keep their key order, which is part of their content.
     """
     try:
-        text = json.dumps(
-            value,
-            indent=2,
-            separators=(",", ": "),
-            ensure_ascii=False,
-            allow_nan=False,
-            sort_keys=sort_keys,
-        )
+        try:
+            parts: list[str] = []
+            _pretty(value, parts, "\n", sort_keys)
+            text = "".join(parts)
+        except _Unusual:
+            text = json.dumps(
+                value,
+                indent=2,
+                separators=(",", ": "),
+                ensure_ascii=False,
+                allow_nan=False,
+                sort_keys=sort_keys,
+            )
         return (text + "\n").encode("utf-8")
     except RecursionError:
         raise too_deep("a value") from None

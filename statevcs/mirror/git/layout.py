@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -129,9 +130,83 @@ def _read(sha: bytes, what: str, read: Callable[[Any], _R]) -> _R:
         ) from None
 
 
+PRELOAD_LIMIT = 64 * 1024 * 1024
+"""Largest total size of packs (compressed bytes) :func:`preload` inflates in one pass."""
+
+_preloaded: weakref.WeakKeyDictionary[Any, dict[bytes, tuple[int, bytes]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def preload(git: GitRepo, limit: int | None = None) -> int:
+    """Inflate every object of the mirror's packs in one pass, for the reads that follow.
+
+    An import reads thousands of small objects; looking each one up in a pack costs more than
+    the object itself, while one pass over the pack resolves each delta once. Each object's
+    sha is computed from its content as it is inflated (so a damaged object never matches its
+    name and is read again, and refused, one at a time). Packs over ``limit`` bytes in all
+    (default :data:`PRELOAD_LIMIT`), or any trouble reading them, leave the reads one at a
+    time; returns the objects inflated.
+    """
+    from dulwich.pack import UnpackedObjectIterator
+
+    store = git.object_store
+    found: dict[bytes, tuple[int, bytes]] = {}
+    try:
+        packs = list(getattr(store, "packs", ()))
+        if sum(len(pack.data) for pack in packs) > (PRELOAD_LIMIT if limit is None else limit):
+            return 0
+        for pack in packs:
+            deltas = False
+            for unpacked in pack.data.iter_unpacked():
+                # An export writes whole objects: one pass inflates each once.
+                if unpacked.pack_type_num not in _TYPE_NAMES:
+                    deltas = True
+                    continue
+                _keep(found, unpacked)
+            if deltas:  # after `git gc`: resolve each delta chain once
+                walker = UnpackedObjectIterator.for_pack_data(
+                    pack.data, resolve_ext_ref=pack.resolve_ext_ref
+                )
+                for unpacked in walker:
+                    _keep(found, unpacked)
+    except Exception:  # damaged packs are reported object by object, by the ordinary reads
+        return 0
+    _preloaded[store] = found
+    return len(found)
+
+
+def release(git: GitRepo) -> None:
+    """Drop what :func:`preload` inflated and nobody read (at the end of an import)."""
+    _preloaded.pop(git.object_store, None)
+
+
+def _keep(found: dict[bytes, tuple[int, bytes]], unpacked: Any) -> None:
+    if unpacked.obj_type_num in _TYPE_NAMES and unpacked.obj_chunks is not None:
+        data = b"".join(unpacked.obj_chunks)
+        found[unpacked.sha().hex().encode()] = (unpacked.obj_type_num, data)
+
+
+def _take(git: GitRepo, sha: bytes) -> tuple[int, bytes] | None:
+    """A preloaded object, handed out once (the importer keeps what it parsed)."""
+    found = _preloaded.get(git.object_store)
+    return None if found is None else found.pop(sha, None)
+
+
 def git_object(git: GitRepo, sha: bytes, kind: type[_T], what: str) -> _T:
     """Read one git object of type ``kind``; missing, damaged or other objects raise."""
-    obj = _read(sha, what, git.object_store.__getitem__)
+    taken = _take(git, sha)
+    if taken is not None:
+        from dulwich.objects import ShaFile
+
+        try:
+            obj: Any = ShaFile.from_raw_string(taken[0], taken[1], sha=cast("ObjectID", sha))
+        except Exception as exc:  # dulwich reports malformed objects with many types
+            raise GitMirrorError(
+                f"{what} {show(sha)} in the mirror is damaged ({exc}); run `git fsck` in it"
+            ) from None
+    else:
+        obj = _read(sha, what, git.object_store.__getitem__)
     if not isinstance(obj, kind):
         raise GitMirrorError(
             f"{show(sha)} in the mirror is a {obj.type_name.decode()}, not a {what}"
@@ -152,6 +227,14 @@ _TYPE_NAMES = {1: "commit", 2: "tree", 3: "blob", 4: "tag"}
 def _raw_object(git: GitRepo, sha: bytes, type_num: int, what: str) -> bytes:
     """The content of one git object of type ``type_num``, without building a dulwich object
     (an import reads thousands of small trees and blobs)."""
+    taken = _take(git, sha)
+    if taken is not None:
+        # Its sha was computed from its content while the pack was inflated.
+        found, data = taken
+        kind = _TYPE_NAMES[found]
+        if found != type_num:
+            raise GitMirrorError(f"{show(sha)} in the mirror is a {kind}, not a {what}")
+        return data
     found, data = _read(sha, what, git.object_store.get_raw)
     kind = _TYPE_NAMES.get(found, f"object of type {found}")
     data = bytes(data)
