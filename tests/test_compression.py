@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +122,18 @@ def test_a_compression_bomb_in_a_repository_is_a_clear_error(
         assert any(leaves[0].hex() in p and "would expand" in p for p in report.problems)
 
 
+def in_a_fresh_process(code: str, folder: Path) -> str:
+    """What ``code`` prints in a new Python process (no dictionary registered yet)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return done.stdout
+
+
 def _chatty(i: int) -> dict[str, Any]:
     words = ["alpha", "beta", "gamma", "delta", "tool", "result", "weather", "Paris", "Oslo"]
     text = " ".join(words[(i * 7 + k) % len(words)] for k in range(60))
@@ -147,17 +161,7 @@ def test_a_trained_dictionary_is_found_by_a_fresh_process(tmp_path: Path) -> Non
         "with statevcs.Repo.open(sys.argv[1]) as repo:\n"
         "    print(len(repo.show('main').messages), repo.fsck().ok)\n"
     )
-    import subprocess
-    import sys
-
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path / "repo")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert done.stdout.split() == [str(len(messages)), "True"]
+    assert in_a_fresh_process(code, tmp_path / "repo").split() == [str(len(messages)), "True"]
 
 
 def test_gc_keeps_every_dictionary_even_one_no_config_names(tmp_path: Path) -> None:
@@ -191,14 +195,5 @@ def test_objects_compressed_with_a_dictionary_need_it(tmp_path: Path) -> None:
         "except statevcs.CorruptObject as exc:\n"
         "    print(exc)\n"
     )
-    import subprocess
-    import sys
-
-    said = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path / "repo")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+    said = in_a_fresh_process(code, tmp_path / "repo")
     assert "zstd dictionary" in said and "restore the repository's config" in said
