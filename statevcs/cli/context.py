@@ -204,6 +204,20 @@ def current_state() -> State:
     return state
 
 
+def server_state(repo: str | None) -> State:
+    """The options of a command serving a repository (``mcp``, ``serve``): REPO or --repo, and
+    msgpack state unless a serializer was named (a server reads every snapshot; msgpack decodes
+    JSON state too)."""
+    state = current_state()
+    if repo is not None:
+        if state.repo_url is not None and state.repo_url != repo:
+            raise click.UsageError("give the repository as REPO or --repo, not both")
+        state.repo_url = repo
+    if state.serializer == "auto":
+        state.serializer = "msgpack"
+    return state
+
+
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 

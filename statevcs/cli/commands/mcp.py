@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ...errors import MissingExtra
-from ..context import CommandError, current_state
+from ..context import CommandError, server_state
 
 
 @click.command()
@@ -40,14 +40,7 @@ def mcp(
 
     Read-only unless --allow-write. Needs the mcp extra: pip install 'statevcs[mcp]'.
     """
-    state = current_state()
-    if repo is not None:
-        if state.repo_url is not None and state.repo_url != repo:
-            raise click.UsageError("give the repository as REPO or --repo, not both")
-        state.repo_url = repo
-    if state.serializer == "auto":
-        # A server reads every snapshot; msgpack decodes JSON state too.
-        state.serializer = "msgpack"
+    state = server_state(repo)
     try:
         from ...mcpserver.server import serve
     except MissingExtra as exc:

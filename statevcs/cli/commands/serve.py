@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ...errors import MissingExtra
-from ..context import CommandError, current_state
+from ..context import CommandError, server_state
 
 
 @click.command()
@@ -31,14 +31,7 @@ def serve(repo: str | None, host: str, port: int, open_browser: bool, allow_writ
     turn comparison of two branches; a JSON API under /api/. Read-only unless --allow-write.
     Needs the web extra: pip install 'statevcs[web]'.
     """
-    state = current_state()
-    if repo is not None:
-        if state.repo_url is not None and state.repo_url != repo:
-            raise click.UsageError("give the repository as REPO or --repo, not both")
-        state.repo_url = repo
-    if state.serializer == "auto":
-        # A browser reads every snapshot; msgpack decodes JSON state too.
-        state.serializer = "msgpack"
+    state = server_state(repo)
     try:
         from ..web.server import serve as run
     except MissingExtra as exc:
