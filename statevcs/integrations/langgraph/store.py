@@ -40,7 +40,7 @@ from ...objects import CommitObject, SnapshotObject, encode_doc
 from ...plumbing import ObjectDatabase
 from ...repo import Repo
 from ...serializers import serializer_for
-from ...snapshot import MessageBase, Snapshot, StoredMessages, read_values
+from ...snapshot import MessageBase, Snapshot, StoredMessages, read_messages, read_values
 from ...stores.base import RefUpdate
 from ...structures import prolly
 from ...structures.maps import read_map
@@ -488,10 +488,13 @@ def list_items(
         return _shared_lists(repo, found, serde, memo, lists)
     result: dict[str, list[Any]] = {name: [] for name in lists}
     snap = found.snapshot(repo.objects)
-    ids = [*prolly.items(repo.objects, snap.messages), *snap.tail]
-    # Decoded per occurrence: an item that appears twice must be two objects.
+    # Decoded per occurrence: an item that appears twice must be two objects. Packed leaves
+    # (storage format 2) are decoded whole, without a document lookup per item.
     with paused_gc():
-        for object_id, doc in zip(ids, repo.objects.iter_docs(ids)):
+        docs, ids = read_messages(repo.objects, snap.messages)
+        docs.extend(repo.objects.iter_docs(snap.tail))
+        ids.extend(snap.tail)
+        for object_id, doc in zip(ids, docs):
             channel: Any = doc.get("channel") if type(doc) is dict else None
             into = result.get(channel) if type(channel) is str else None
             if into is None:
