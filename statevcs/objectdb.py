@@ -18,6 +18,7 @@ from itertools import islice
 from typing import Any
 
 from .compression import (
+    ZSTD_MAGIC,
     MissingDictionary,
     pack,
     register_dictionary,
@@ -36,6 +37,7 @@ from .objects import (
     StoredObject,
     ZstdDictionary,
     decode,
+    decode_plain,
     doc_value,
     encode_with_id,
     kind_of,
@@ -180,14 +182,16 @@ class ObjectDB:
                     result[object_id] = decode(object_id, data, check_hash=False)
             wanted = [i for i in wanted if i not in result]
         if wanted:
-            found = self.store.get_many(wanted)
+            store = self.store
+            found = store.get_many(wanted)
             for object_id in wanted:
                 data = found.get(object_id)
                 if data is None:
                     result[object_id] = self._packed_doc(object_id)
                     continue
-                data = unpack_stored(self.store, object_id, data)
-                obj = decode(object_id, data)
+                if data[:4] == ZSTD_MAGIC:
+                    data = unpack_stored(store, object_id, data)
+                obj = decode_plain(object_id, data)
                 result[object_id] = obj
                 self._remember(object_id, obj, data)
         return result
@@ -398,8 +402,14 @@ class ObjectDB:
 
     def _remember(self, object_id: ObjectId, obj: StoredObject, data: bytes) -> None:
         self.known.add(object_id)
-        if type(obj) is ListNode and obj.values is not None:
-            self._home(object_id, obj)
+        if type(obj) is ListNode:  # the commonest case first: a read walks trees
+            if obj.values is not None:
+                self._home(object_id, obj)
+            nodes = self._nodes
+            nodes[object_id] = obj
+            if len(nodes) > _NODE_CACHE:
+                nodes.popitem(last=False)
+            return
         if isinstance(obj, (Doc, Blob)):
             if len(data) > _LARGE:
                 return

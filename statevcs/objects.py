@@ -397,11 +397,15 @@ def decode(object_id: ObjectId, data: bytes, *, check_hash: bool = True) -> Stor
     Any bytes give an object or ``CorruptObject``: unpackb bounds every length field by
     ``len(data)`` (msgpack >= 1.0) and nesting by its fixed C stack, without recursion.
     """
-    data = unpack(object_id, data)
-    if check_hash:
-        verify(object_id, data)
+    return decode_plain(object_id, unpack(object_id, data), check_hash=check_hash)
+
+
+def decode_plain(object_id: ObjectId, data: bytes, *, check_hash: bool = True) -> StoredObject:
+    """:func:`decode` of canonical bytes (already out of their zstd frame, if they had one)."""
+    if check_hash and hash_bytes(data) != object_id:
+        raise CorruptObject(to_hex(object_id), "its bytes do not hash to its id")
     try:
-        raw = msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True)
+        raw = _unpackb(data, raw=False, strict_map_key=False, use_list=True)
     except msgpack.StackError:
         raise CorruptObject(to_hex(object_id), "its msgpack is nested too deeply") from None
     except Exception as exc:  # msgpack raises several unrelated exception types
@@ -410,6 +414,9 @@ def decode(object_id: ObjectId, data: bytes, *, check_hash: bool = True) -> Stor
         return _from_raw(raw)
     except (ValueError, TypeError, IndexError) as exc:
         raise CorruptObject(to_hex(object_id), str(exc)) from None
+
+
+_unpackb = msgpack.unpackb
 
 
 NOT_A_DOC: Any = object()
@@ -503,6 +510,14 @@ def _from_raw(raw: Any) -> StoredObject:
     if not isinstance(raw, list) or not raw or not isinstance(raw[0], str):
         raise ValueError("expected an array starting with an object kind")
     kind = raw[0]
+    if kind == KIND_LEAF:  # the commonest object a read decodes: checked first
+        _expect(raw, 3, kind)
+        ids, values = _ids(raw[1], "leaf entries"), raw[2]
+        if type(values) is not list or len(values) != len(ids):
+            raise ValueError("a leaf holds one value per entry")
+        if not set(map(type, values)) <= _LEAF_VALUE_TYPES:
+            raise ValueError("a leaf value must be bytes or nil")
+        return ListNode(0, ids, (), tuple(values))
     if kind == KIND_DOC:
         _expect(raw, 2, kind)
         return Doc(raw[1])
@@ -516,14 +531,6 @@ def _from_raw(raw: Any) -> StoredObject:
         if (level == 0 and counts) or (level > 0 and len(counts) != len(ids)):
             raise ValueError("list counts do not match its entries")
         return ListNode(level, ids, tuple(counts))
-    if kind == KIND_LEAF:
-        _expect(raw, 3, kind)
-        ids, values = _ids(raw[1], "leaf entries"), raw[2]
-        if type(values) is not list or len(values) != len(ids):
-            raise ValueError("a leaf holds one value per entry")
-        if not set(map(type, values)) <= _LEAF_VALUE_TYPES:
-            raise ValueError("a leaf value must be bytes or nil")
-        return ListNode(0, ids, (), tuple(values))
     if kind == KIND_BLOB:
         _expect(raw, 2, kind)
         if not isinstance(raw[1], bytes):
