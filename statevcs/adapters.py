@@ -61,6 +61,18 @@ class IncrementalAdapter(Adapter, Protocol):
         ...
 
 
+def message_decoder(adapter: Adapter, obj: Any) -> tracking.TrackedDecoder | None:
+    """The decoder a checkout into ``obj`` builds its messages with, if its adapter has one.
+
+    An adapter that puts the restored messages in a tracked list defines
+    ``message_decoder(obj)`` returning a :class:`~statevcs.tracking.TrackedDecoder`, so the
+    messages are decoded straight into tracked copies (:func:`tracking.new_tracked` then takes
+    them as they are); one without it gets plain values.
+    """
+    make = getattr(adapter, "message_decoder", None)
+    return None if make is None else make(obj)
+
+
 _INCREMENTAL: dict[type, bool] = {}
 
 
@@ -341,6 +353,12 @@ class DictAdapter:
             kind=self.kind, messages=messages, state=state, extras=extras
         )
 
+    def message_decoder(self, obj: dict[str, Any]) -> tracking.TrackedDecoder | None:
+        """Tracked messages come back tracked (see :func:`message_decoder`)."""
+        if isinstance(obj.get(MESSAGES_KEY), tracking.TrackedMessages):
+            return tracking.TrackedDecoder()
+        return None
+
     def restore(self, obj: dict[str, Any], snapshot: Snapshot) -> None:
         """Replace the dict's contents with the snapshot's, keeping transient keys."""
         keep = {k: obj[k] for k in transient_keys(obj) if k in obj}
@@ -401,6 +419,12 @@ class SnapshotAdapter:
         return Snapshot.model_construct(
             kind=obj.kind, messages=obj.messages, state=state, extras=obj.extras
         )
+
+    def message_decoder(self, obj: Snapshot) -> tracking.TrackedDecoder | None:
+        """Tracked messages come back tracked (see :func:`message_decoder`)."""
+        if isinstance(obj.messages, tracking.TrackedMessages):
+            return tracking.TrackedDecoder()
+        return None
 
     def restore(self, obj: Snapshot, snapshot: Snapshot) -> None:
         """Overwrite the snapshot's fields in place, keeping transient state keys."""

@@ -21,6 +21,7 @@ from .adapters import (
     IncrementalAdapter,
     acting_for,
     is_incremental,
+    message_decoder,
     syncing,
     transient_keys,
 )
@@ -73,6 +74,7 @@ from .search import SearchResult, search_history
 from .serializers import JSONSerializer, StateSerializer
 from .snapshot import (
     MessageBase,
+    MessageDecoder,
     ReadSnapshot,
     StoredMessages,
     WrittenSnapshot,
@@ -764,14 +766,14 @@ class Repo:
             if commit_id is None:
                 raise UnknownRevision(f"revision {rev!r} names no commit")
             commit_object = self._load_commit(commit_id)
-            read = self._read(commit_object.snapshot)
+            read = self._read(commit_object.snapshot, message_decoder(adapter, obj))
             adapter.restore(obj, read.snapshot)
             sync = _Sync(branch, commit_id, read.messages, self.objects.generation)
             self._after_write(obj, adapter, sync)
             return _commit_from(commit_id, commit_object)
 
-    def _read(self, snapshot_id: ObjectId) -> ReadSnapshot:
-        return read_snapshot(self.objects, snapshot_id, self.serializer)
+    def _read(self, snapshot_id: ObjectId, decoder: MessageDecoder | None = None) -> ReadSnapshot:
+        return read_snapshot(self.objects, snapshot_id, self.serializer, decoder)
 
     def _branch_named(self, rev: str) -> str | None:
         """Return the full branch ref if ``rev`` is exactly an existing branch's name."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgpack
 from blake3 import blake3
@@ -468,11 +468,41 @@ def read_values(
     return result
 
 
-def read_snapshot(db: ObjectDB, snapshot_id: ObjectId, serializer: StateSerializer) -> ReadSnapshot:
-    """Read a snapshot back into fresh Python objects."""
+class MessageDecoder(Protocol):
+    """Builds the messages of a checkout as they are decoded (for example change-tracked
+    copies, see :class:`statevcs.tracking.TrackedDecoder`), instead of a copy made afterwards."""
+
+    def decode(self, data: bytes, index: int) -> Any:
+        """The message at position ``index`` from its msgpack (errors: any ``Exception``)."""
+        ...
+
+    def adopt(self, value: Any, index: int) -> Any:
+        """The message at position ``index`` from its value decoded elsewhere."""
+        ...
+
+    def collect(self, messages: list[Any]) -> list[Any]:
+        """The conversation list to hand out, holding ``messages`` in order."""
+        ...
+
+
+def read_snapshot(
+    db: ObjectDB,
+    snapshot_id: ObjectId,
+    serializer: StateSerializer,
+    decoder: MessageDecoder | None = None,
+) -> ReadSnapshot:
+    """Read a snapshot back into fresh Python objects (messages built by ``decoder``, if any)."""
     obj = load_snapshot_object(db, snapshot_id)
-    messages, tree_ids = read_messages(db, obj.messages)
-    messages.extend(db.iter_docs(obj.tail))
+    messages, tree_ids = read_messages(db, obj.messages, decoder)
+    if decoder is None:
+        messages.extend(db.iter_docs(obj.tail))
+    else:
+        start = len(messages)
+        adopt = decoder.adopt
+        messages.extend(
+            adopt(value, index) for index, value in enumerate(db.iter_docs(obj.tail), start)
+        )
+        messages = decoder.collect(messages)
     stored = StoredMessages(obj.messages, len(tree_ids), obj.tail, [*tree_ids, *obj.tail])
     codec = serializer_for(obj.state_codec, serializer)
     state = read_values(db, read_map(db, obj.state), codec)
@@ -489,15 +519,19 @@ _unpackb = msgpack.unpackb
 _UNSET: Any = object()
 
 
-def read_messages(db: ObjectDB, root: ObjectId) -> tuple[list[Any], list[ObjectId]]:
+def read_messages(
+    db: ObjectDB, root: ObjectId, decoder: MessageDecoder | None = None
+) -> tuple[list[Any], list[ObjectId]]:
     """Return the messages of a message tree (fresh, unshared values) and their ids.
 
     A packed leaf (format 2) is hash-checked once and its messages decoded straight from it;
     messages held elsewhere (format 1 leaves, large documents) are read in one batch.
+    ``decoder`` (optional) builds each message instead of a plain decode.
     """
     messages: list[Any] = []
     ids: list[ObjectId] = []
     elsewhere: list[int] = []
+    decode = None if decoder is None else decoder.decode
     for leaf in prolly.leaves(db, root):
         ids.extend(leaf.ids)
         if leaf.values is None:
@@ -510,14 +544,19 @@ def read_messages(db: ObjectDB, root: ObjectId) -> tuple[list[Any], list[ObjectI
                 messages.append(_UNSET)
                 continue
             try:
-                messages.append(_unpackb(value, raw=False, strict_map_key=False, use_list=True))
+                messages.append(
+                    _unpackb(value, raw=False, strict_map_key=False, use_list=True)
+                    if decode is None
+                    else decode(value, len(messages))
+                )
             except Exception as exc:  # msgpack raises several unrelated exception types
                 raise CorruptObject(
                     to_hex(root), f"a packed leaf holds a message that is not valid msgpack ({exc})"
                 ) from None
     if elsewhere:
-        for index, value in zip(elsewhere, db.iter_docs([ids[i] for i in elsewhere])):
-            messages[index] = value
+        values = db.iter_docs([ids[i] for i in elsewhere])
+        for index, value in zip(elsewhere, values):
+            messages[index] = value if decoder is None else decoder.adopt(value, index)
     return messages, ids
 
 
@@ -537,6 +576,7 @@ def message_ids_from(db: ObjectDB, obj: SnapshotObject, start: int) -> list[Obje
 
 __all__ = [
     "MessageBase",
+    "MessageDecoder",
     "StoredMessages",
     "message_ids_from",
     "stored_messages",

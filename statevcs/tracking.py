@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgpack
+
 UNCHANGED = 1 << 62
 """``dirty_from`` of a list with no change since the sync."""
 
@@ -210,9 +212,10 @@ class TrackedMessages(list[Any]):
     Appending costs nothing extra; any other change costs O(1) per repository watching it.
     """
 
-    __slots__ = ("__weakref__", "_version", "_watches")
+    __slots__ = ("__weakref__", "_fresh", "_version", "_watches")
     _version: int
     _watches: list[_Watch]
+    _fresh: bool
 
     __hash__ = None
 
@@ -295,10 +298,15 @@ class TrackedMessages(list[Any]):
 
 
 def new_tracked(messages: Sequence[Any] = ()) -> TrackedMessages:
-    """Return a :class:`TrackedMessages` holding tracked copies of ``messages``."""
-    tracked = TrackedMessages()
-    tracked._version = 0
-    tracked._watches = []
+    """Return a :class:`TrackedMessages` holding tracked copies of ``messages``.
+
+    A list a :class:`TrackedDecoder` just built is returned as it is, once: its messages are
+    tracked copies already, made while they were decoded.
+    """
+    if type(messages) is TrackedMessages and getattr(messages, "_fresh", False):
+        messages._fresh = False
+        return messages
+    tracked = _empty_tracked()
     owner = weakref.ref(tracked)
     # Copying a long conversation allocates many containers, none in a cycle; the cyclic
     # collector would otherwise run repeatedly over the whole heap meanwhile (3/4 of the time
@@ -315,6 +323,63 @@ def new_tracked(messages: Sequence[Any] = ()) -> TrackedMessages:
 
 
 _GC_PAUSE_FROM = 1000
+
+
+def _empty_tracked() -> TrackedMessages:
+    tracked = TrackedMessages()
+    tracked._version = 0
+    tracked._watches = []
+    tracked._fresh = False
+    return tracked
+
+
+class TrackedDecoder:
+    """Decodes a checkout's messages straight into tracked copies (a
+    :class:`~statevcs.snapshot.MessageDecoder`).
+
+    msgpack builds each map and array and hands it to a hook that makes it a
+    :class:`TrackedDict`/:class:`TrackedList` reporting to the message's guard: one copy of
+    each container instead of a plain decode followed by :func:`new_tracked`'s copy (measured:
+    2,000 Strands messages decode and track in 7.6 ms instead of 3.6 + 10.8 ms).
+    """
+
+    def __init__(self) -> None:
+        self._tracked = _empty_tracked()
+        self._owner = weakref.ref(self._tracked)
+        self._guard = _Guard(self._owner, 0)
+
+    def _dict(self, value: dict[Any, Any]) -> TrackedDict:
+        tracked = TrackedDict(value)
+        tracked._guard = self._guard
+        return tracked
+
+    def _list(self, value: list[Any]) -> TrackedList:
+        tracked = TrackedList(value)
+        tracked._guard = self._guard
+        return tracked
+
+    def decode(self, data: bytes, index: int) -> Any:
+        """The tracked message at ``index`` from its msgpack."""
+        self._guard = _Guard(self._owner, index)
+        return msgpack.unpackb(
+            data,
+            raw=False,
+            strict_map_key=False,
+            use_list=True,
+            object_hook=self._dict,
+            list_hook=self._list,
+        )
+
+    def adopt(self, value: Any, index: int) -> Any:
+        """The tracked copy of a message at ``index`` decoded elsewhere."""
+        return _track_message(value, _Guard(self._owner, index))
+
+    def collect(self, messages: list[Any]) -> TrackedMessages:
+        """The tracked list holding ``messages`` (:func:`new_tracked` takes it as it is)."""
+        tracked = self._tracked
+        list.extend(tracked, messages)
+        tracked._fresh = True
+        return tracked
 
 
 _LEAVES = frozenset({str, int, float, bool, bytes, type(None)})
@@ -655,6 +720,7 @@ __all__ = [
     "finish",
     "is_clean",
     "new_tracked",
+    "TrackedDecoder",
     "restored",
     "unchanged_prefix",
 ]

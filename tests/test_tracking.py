@@ -10,6 +10,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,7 +22,13 @@ from statevcs.objectdb import ObjectDB
 from statevcs.serializers import JSONSerializer
 from statevcs.snapshot import write_snapshot
 from statevcs.stores.memory import MemoryStore
-from statevcs.tracking import TrackedDict, TrackedList, TrackedMessages, new_tracked
+from statevcs.tracking import (
+    TrackedDecoder,
+    TrackedDict,
+    TrackedList,
+    TrackedMessages,
+    new_tracked,
+)
 
 
 def message(i: int) -> dict[str, Any]:
@@ -299,3 +306,63 @@ def test_a_new_list_per_commit_is_never_copied() -> None:
         repo.commit(state, f"step {step}")
         assert type(state["messages"]) is list
         messages.append(message(10 + step))
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.text() | st.binary(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=12,
+)
+
+
+def containers(value: Any) -> list[Any]:
+    """Every dict and list inside ``value``, itself included."""
+    found: list[Any] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found.append(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            found.append(item)
+            stack.extend(item)
+    return found
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(json_values, max_size=6))
+def test_the_decoder_builds_what_new_tracked_builds(messages: list[Any]) -> None:
+    decoder = TrackedDecoder()
+    decoded = decoder.collect(
+        [decoder.decode(msgpack.packb(m), i) for i, m in enumerate(messages)]
+    )
+    expected = new_tracked(messages)
+    assert decoded == expected == messages
+    for index, (ours, theirs) in enumerate(zip(decoded, expected, strict=True)):
+        assert [type(c) for c in containers(ours)] == [type(c) for c in containers(theirs)]
+        for container in containers(ours):  # each reports to its own message's position
+            assert container._guard.index == index
+            assert container._guard.owner() is decoded
+    assert new_tracked(decoded) is decoded  # taken as it is, once
+    assert new_tracked(decoded) is not decoded
+
+
+@pytest.mark.parametrize("storage_format", [1, 2])
+def test_a_tracked_checkout_sees_nested_edits_of_every_kind_of_stored_message(
+    monkeypatch: pytest.MonkeyPatch, storage_format: int
+) -> None:
+    spy = Spy(monkeypatch)
+    repo = Repo.init("memory://", storage_format=storage_format)
+    big = {"role": "tool", "content": [{"text": "x" * 300_000}]}  # stored out of line
+    messages = [message(i) for i in range(40)] + [big] + [message(i) for i in range(40, 43)]
+    repo.commit({"messages": messages})
+    for position in (3, 40, 42):  # a packed message, a large one, one of the open tail
+        state: dict[str, Any] = {"messages": tracked_messages()}
+        repo.checkout(state, "main")
+        assert state["messages"] == messages
+        assert all(type(m) is TrackedDict for m in state["messages"])
+        state["messages"][position]["content"][0]["text"] = "edited"
+        repo.commit(state, branch=f"edit-{position}")
+        assert spy.prefixes[-1] == position
+        assert repo.show(f"edit-{position}").messages == plain(state["messages"])

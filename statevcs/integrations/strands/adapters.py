@@ -140,6 +140,10 @@ class StrandsAgentAdapter:
         tracking.begin(obj, current_repo(), [live], fields=(state, extras))
         return Snapshot.model_construct(kind=KIND_AGENT, messages=live, state=state, extras=extras)
 
+    def message_decoder(self, obj: Any) -> tracking.TrackedDecoder:
+        """The restored messages go into a tracked list: decode them tracked."""
+        return tracking.TrackedDecoder()
+
     def restore(self, obj: Any, snapshot: Snapshot) -> None:
         """Load ``snapshot`` into the live agent in place, keeping its transient state keys."""
         fields = self.fields_to_restore(obj, snapshot.kind, snapshot.extras)
