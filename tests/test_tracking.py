@@ -334,9 +334,7 @@ def containers(value: Any) -> list[Any]:
 @given(st.lists(json_values, max_size=6))
 def test_the_decoder_builds_what_new_tracked_builds(messages: list[Any]) -> None:
     decoder = TrackedDecoder()
-    decoded = decoder.collect(
-        [decoder.decode(msgpack.packb(m), i) for i, m in enumerate(messages)]
-    )
+    decoded = decoder.collect([decoder.decode(msgpack.packb(m), i) for i, m in enumerate(messages)])
     expected = new_tracked(messages)
     assert decoded == expected == messages
     for index, (ours, theirs) in enumerate(zip(decoded, expected, strict=True)):
