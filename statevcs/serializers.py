@@ -19,12 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import hmac
-import inspect
 import json
 import math
-import pickle
 import re
 import sys
 import uuid
@@ -33,7 +29,6 @@ from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
-from zoneinfo import ZoneInfo
 
 import msgpack
 
@@ -423,6 +418,8 @@ _MSGPACK_HINT = (
 
 @functools.cache
 def _validate_by_name() -> bool:
+    import inspect
+
     from pydantic import BaseModel
 
     return "by_name" in inspect.signature(BaseModel.model_validate).parameters
@@ -518,6 +515,8 @@ def _tz_spec(tz: tzinfo | None) -> Any:
             offset // timedelta(microseconds=1),
             None if name == default_name else name,
         ]
+    from zoneinfo import ZoneInfo
+
     if type(tz) is ZoneInfo:
         key = tz.key
         if key is None or not _ZONE_KEY.match(key):
@@ -542,6 +541,8 @@ def _tz_from_spec(spec: Any) -> tzinfo | None:
         key = spec[1]
         if not isinstance(key, str) or not _ZONE_KEY.match(key):
             raise _Corrupt(f"invalid time zone key {_short_repr(key)}")
+        from zoneinfo import ZoneInfo
+
         try:
             return ZoneInfo(key)
         except Exception:
@@ -984,7 +985,7 @@ _DECODERS: dict[int, Callable[[MsgpackSerializer, bytes, int], Any]] = {
 # --- pickle -----------------------------------------------------------------------
 
 _PICKLE_FORMAT = b"\x01"
-_DIGEST_SIZE = hashlib.sha256().digest_size
+_DIGEST_SIZE = 32  # HMAC-SHA256
 _PICKLE_PROTOCOL = 5
 
 
@@ -1009,11 +1010,16 @@ class PickleSerializer:
         self._key = raw
 
     def _sign(self, body: bytes) -> bytes:
+        import hashlib
+        import hmac
+
         return hmac.new(self._key, body, hashlib.sha256).digest()
 
     def serialize(self, value: Any, path: str = "value") -> bytes:
         """Return ``value`` pickled (protocol 5) and signed; raise SerializationError if not."""
         try:
+            import pickle  # pickle, hmac and zoneinfo load where used: start-up pays for none
+
             body = pickle.dumps(value, protocol=_PICKLE_PROTOCOL)
         except RecursionError:
             raise _deep(path) from None
@@ -1041,6 +1047,9 @@ class PickleSerializer:
             )
         signature = data[1:header]
         body = data[header:]
+        import hmac
+        import pickle
+
         if not hmac.compare_digest(signature, self._sign(body)):
             raise UntrustedPayload(
                 f"{path} was not signed with this serializer's key (wrong key, or the bytes were "

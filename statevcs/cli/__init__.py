@@ -60,6 +60,11 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         # Answered before click loads: a script checking the version pays Python's start only.
         sys.stdout.write(f"statevcs, version {__version__}\n")
         sys.exit(0)
+    from .fastpath import run as run_fast
+
+    status = run_fast(args)  # a hot read command piped or redirected: no click, no rich
+    if status is not None:
+        sys.exit(status)
     from .app import main as run
 
     run(args)

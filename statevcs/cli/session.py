@@ -126,9 +126,9 @@ class State:
 
     def page(self) -> None:
         """Send what follows on stdout through the pager, on a terminal (see :mod:`.pager`)."""
-        from . import pager
-
         if self.paging and self._out is None and not self._paged and _terminal(sys.stdout):
+            from . import pager  # subprocess and shutil load only for a terminal
+
             self._paged = pager.start()
 
     def repo(self) -> Repo:
@@ -198,9 +198,9 @@ class State:
 
     def close(self) -> None:
         """Close the repository if a command opened it, and wait for the pager."""
-        from . import pager
-
         if self._paged:
+            from . import pager
+
             self._paged = False
             pager.stop()
         if self._repo is not None:
