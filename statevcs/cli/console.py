@@ -69,10 +69,12 @@ class PlainConsole:
 
     def print(self, *objects: Any, end: str = "\n") -> None:
         """Print ``objects`` separated by spaces, then ``end`` (a table goes through rich)."""
-        if not all(isinstance(o, (Styled, str)) for o in objects):
+        plain = all(isinstance(o, (Styled, str)) for o in objects)
+        shown = " ".join(o.plain if isinstance(o, Styled) else o for o in objects) if plain else ""
+        if not plain or "\t" in shown:
+            # A table, or a tab (rich expands it; the renderers escape every tab): rich prints.
             self._rich_console().print(*objects, end=end)
             return
-        shown = " ".join(o.plain if isinstance(o, Styled) else o for o in objects)
         stream = sys.stderr if self.stderr else sys.stdout
         stream.write(shown.translate(_RICH_STRIPS) + end)
         stream.flush()

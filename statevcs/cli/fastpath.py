@@ -39,11 +39,13 @@ class Option(NamedTuple):
 
 class Command(NamedTuple):
     """What the fast path accepts of one command: its options by spelling, its positional
-    arguments with their defaults, and the function of :mod:`.reads` that runs it."""
+    arguments with their defaults, the function of :mod:`.reads` that runs it, and the values
+    click gives the command's other parameters on the command lines the fast path takes."""
 
     options: Mapping[str, Option]
     arguments: tuple[tuple[str, str | None], ...]
     run: str
+    implied: Mapping[str, Any] = {}
 
 
 GLOBAL_OPTIONS: dict[str, Option] = {
@@ -102,6 +104,7 @@ COMMANDS: dict[str, Command] = {
         {"-v": Option("verbose", COUNTER), "--verbose": Option("verbose", COUNTER), **_JSON},
         (),
         "branches",
+        {"name": None, "start": None, "delete": None, "force": False},
     ),
 }
 """The commands the fast path runs, with the options of each it takes."""
@@ -186,6 +189,11 @@ def parse(args: list[str], environ: Mapping[str, str]) -> Parsed | None:
         index = taken
     if index >= len(args) or args[index] not in COMMANDS:
         return None
+    if options["chdir"] is not None:
+        from ..stores.registry import scheme_of
+
+        if scheme_of(options["chdir"]) is not None:
+            return None  # -C URL acts as --repo: click's path sorts that out
     name = args[index]
     command = COMMANDS[name]
     params: dict[str, Any] = {o.name: _DEFAULTS[o.kind] for o in command.options.values()}
@@ -217,11 +225,9 @@ def run(args: list[str]) -> int | None:
     if parsed is None or rich_terminal(sys.stdout, os.environ):
         return None
     options = parsed.options
-    from ..stores.registry import check_path, scheme_of
+    from ..stores.registry import check_path
 
     chdir = options["chdir"]
-    if chdir is not None and scheme_of(chdir) is not None:
-        return None  # -C URL acts as --repo: click's path sorts that out
     from . import reads
     from .session import State
 
