@@ -254,10 +254,10 @@ def test_piped_hot_commands_load_neither_click_nor_rich(history: Path, tmp_path:
         heavy = {m for m in found if m.split(".")[0] in NOT_LOADED}
         assert heavy == set(), (args, sorted(heavy))
         assert not {"statevcs.diff", "statevcs.search", "statevcs.mirror", "pickle"} & found
-    # show draws its state table with rich, and only that.
+    # show draws its state table with rich, and only that; it reads without pydantic.
     found = loaded(["show"], history, tmp_path)
     assert "click" not in found and "rich.table" in found
-    assert "rich.progress" not in found
+    assert "rich.progress" not in found and "pydantic" not in found
 
 
 def test_import_statevcs_cli_loads_nothing_heavy() -> None:

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StateVCSError
+from ..hashing import from_hex
 from .graph import graph_cells, graph_order, graph_text
 from .rendering import (
     Decorations,
@@ -29,7 +30,6 @@ from .rendering import (
     text,
 )
 from .revisions import has_refs, resolve, unborn_head, unborn_message
-from .session import snapshot_codec
 from .styled import Styled
 
 if TYPE_CHECKING:
@@ -137,8 +137,10 @@ def show(state: State, rev: str, only_messages: bool, only_state: bool, as_json:
     repo = state.repo()
     commit = repo.get_commit(resolve(repo, rev))
     repo = state.reading([commit.snapshot_id])
-    snapshot = repo.show(commit.id)
-    codec = snapshot_codec(repo, commit.snapshot_id)
+    # The snapshot's parts without the pydantic model: show needs no validation, and pydantic
+    # would cost more start-up than the rest of the command.
+    snapshot = repo.objects.read_snapshot_values(from_hex(commit.snapshot_id))
+    codec = snapshot.state_codec
     everything = not only_messages and not only_state
     state.page()
     decorations = Decorations(repo)
