@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import StateVCSError
 from ..hashing import from_hex
-from .graph import graph_cells, graph_order, graph_text
 from .rendering import (
     Decorations,
     commit_json,
@@ -66,6 +65,8 @@ def log(
     decorations = Decorations(repo)
     commits: list[Commit]
     if graph:
+        from .graph import graph_cells, graph_order, graph_text  # only --graph draws
+
         reachable = {
             c.id: c for c in _history(repo, rev, everything, limit=None, first_parent=first_parent)
         }
