@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 from test_cli import _CLEAN_ENV, invoke, run
-from test_cli_ux import ANSI, loaded, on_terminal, state_of
+from test_cli_ux import ANSI, fake_pager, loaded, on_terminal, state_of
 
 import statevcs
 from statevcs.cli import cli
@@ -320,6 +320,17 @@ def test_on_a_terminal_rich_draws_the_same_text_in_colour(history: Path) -> None
         assert ANSI.sub("", screen).replace("\r\n", "\n") == piped
         forced = run("--color", "always", *args, cwd=history, env={"COLUMNS": "100"}).stdout
         assert forced == screen.replace("\r\n", "\n")
+
+
+def test_a_terminal_gets_the_pager_even_when_rich_is_told_it_is_none(
+    history: Path, tmp_path: Path
+) -> None:
+    pager, out = fake_pager(tmp_path)
+    for environ in ({"TTY_COMPATIBLE": "0"}, {"FORCE_COLOR": ""}):
+        out.unlink(missing_ok=True)
+        code, screen = on_terminal(["log", "--oneline"], history, {"PAGER": pager, **environ})
+        assert code == 0 and "[fake pager read" in screen, screen
+        assert "merge side" in ANSI.sub("", out.read_text(encoding="utf-8"))
 
 
 # --- plain printing is rich's, where rich sees no terminal -------------------------------

@@ -222,7 +222,9 @@ def parse(args: list[str], environ: Mapping[str, str]) -> Parsed | None:
 def run(args: list[str]) -> int | None:
     """Run a hot read command without click; its exit status, or ``None`` for click's path."""
     parsed = parse(args, os.environ)
-    if parsed is None or rich_terminal(sys.stdout, os.environ):
+    # A terminal gets the pager and rich's colours (even one rich is told is none: the pager
+    # starts on any terminal), so click's path; so does output rich would colour anyway.
+    if parsed is None or _isatty(sys.stdout) or rich_terminal(sys.stdout, os.environ):
         return None
     options = parsed.options
     from ..stores.registry import check_path
@@ -254,6 +256,9 @@ def run(args: list[str]) -> int | None:
             finally:
                 sys.stdout, sys.stderr = stdout, stderr
                 state.close()
+    except KeyboardInterrupt:
+        sys.stderr.write("\nAborted!\n")  # as click says it
+        return 1
     except Exception:  # click's path runs it again and reports the failure as it always does
         ran = False
     else:
@@ -265,6 +270,13 @@ def run(args: list[str]) -> int | None:
             os.chdir(before)
         return None
     return _write(out.getvalue(), err.getvalue())
+
+
+def _isatty(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def _write(out: str, err: str) -> int:
