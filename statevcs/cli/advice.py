@@ -6,33 +6,34 @@ import re
 
 # Advice written for Python callers, as the command line says it; the commands give more
 # precise messages where they know the context, these cover what reaches the handler.
-_CLI_ADVICE: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"open it with statevcs\.Repo\.open\([^)]*\)"), "use it with `statevcs -C PATH`"),
+# Compiled on first use (re caches them): every command loads this, few print an error.
+_CLI_ADVICE: tuple[tuple[str, str], ...] = (
+    (r"open it with statevcs\.Repo\.open\([^)]*\)", "use it with `statevcs -C PATH`"),
     (
-        re.compile(r"create one with statevcs\.Repo\.init\([^)]*\)(?: or `statevcs init`)?"),
+        r"create one with statevcs\.Repo\.init\([^)]*\)(?: or `statevcs init`)?",
         "create one with `statevcs init PATH`",
     ),
-    (re.compile(r"list branches with repo\.branches\(\)"), "list branches with `statevcs branch`"),
-    (re.compile(r"list tags with repo\.tags\(\)"), "list tags with `statevcs tag`"),
+    (r"list branches with repo\.branches\(\)", "list branches with `statevcs branch`"),
+    (r"list tags with repo\.tags\(\)", "list tags with `statevcs tag`"),
     (
-        re.compile(r"create it with repo\.branch\(\.\.\.\)"),
+        r"create it with repo\.branch\(\.\.\.\)",
         "create it with `statevcs branch NAME REV`",
     ),
-    (re.compile(r"pass force=True to move it"), "pass -f to move it"),
-    (re.compile(r"check out another branch first"), "switch to another branch first"),
+    (r"pass force=True to move it", "pass -f to move it"),
+    (r"check out another branch first", "switch to another branch first"),
     (
-        re.compile(
+        (
             r"Choose a side with strategy='ours' or 'theirs' \(`--strategy ours\|theirs` on the "
             r"command line\)(?:; a per-key resolver callable can settle state keys)?"
         ),
         "Choose a side with `--strategy ours` or `--strategy theirs`",
     ),
     (
-        re.compile(r"open the repository with serializer=statevcs\.MsgpackSerializer\([^;]*"),
+        r"open the repository with serializer=statevcs\.MsgpackSerializer\([^;]*",
         "run with `--serializer msgpack`",
     ),
     (
-        re.compile(r"open the repository with serializer=statevcs\.PickleSerializer\([^;]*"),
+        r"open the repository with serializer=statevcs\.PickleSerializer\([^;]*",
         "run with `--serializer pickle` and its signing key in $STATEVCS_PICKLE_KEY",
     ),
 )
@@ -42,7 +43,7 @@ def cli_message(exc: BaseException) -> str:
     """Return an exception's message with advice for Python callers given as CLI advice."""
     message = str(exc) or type(exc).__name__
     for pattern, replacement in _CLI_ADVICE:
-        message = pattern.sub(replacement, message)
+        message = re.sub(pattern, replacement, message)
     return message
 
 
