@@ -240,20 +240,27 @@ OUTPUTS = [
 
 
 @pytest.mark.parametrize("args", OUTPUTS, ids=" ".join)
-def test_the_fast_path_prints_what_the_click_command_prints(history: Path, args: list[str]) -> None:
+def test_the_fast_path_prints_what_the_click_command_prints(
+    history: Path, args: list[str], tmp_path: Path
+) -> None:
     fast = run(*args, cwd=history)
     slow = invoke(*args, cwd=history)
     assert fast.stdout == slow.stdout
     assert fast.stderr == slow.stderr == ""
+    # ...and it was the fast path that printed it (click's path never loaded).
+    found = loaded(list(args), history, tmp_path)
+    assert "statevcs.cli.fastpath" in found and "statevcs.cli.app" not in found
 
 
 def test_piped_hot_commands_load_neither_click_nor_rich(history: Path, tmp_path: Path) -> None:
-    for args in (["log", "-n", "10"], ["log", "--graph", "--all"], ["reflog"], ["status"]):
+    hot = (["log", "-n", "10"], ["log", "--graph", "--all"], ["reflog"], ["status"], ["branch"])
+    for args in (*hot, ["branch", "-v", "--json"], ["status", "--json"], ["show", "--messages"]):
         found = loaded(args, history, tmp_path)
         assert "statevcs.cli.fastpath" in found
         heavy = {m for m in found if m.split(".")[0] in NOT_LOADED}
         assert heavy == set(), (args, sorted(heavy))
         assert not {"statevcs.diff", "statevcs.search", "statevcs.mirror", "pickle"} & found
+        assert "statevcs.cli.app" not in found  # it ran on the fast path, not after it
     # show draws its state table with rich, and only that; it reads without pydantic.
     found = loaded(["show"], history, tmp_path)
     assert "click" not in found and "rich.table" in found

@@ -306,8 +306,9 @@ def status(state: State, as_json: bool) -> None:
 # --- branch and tag lists -------------------------------------------------------------------------
 
 
-def branches(state: State, as_json: bool) -> None:
-    """List the branches, the current one starred, each with its tip and subject."""
+def branches(state: State, as_json: bool, verbose: int = 0) -> None:
+    """List the branches, the current one starred, each with its tip and subject (as git's
+    ``branch -v``: ``verbose`` is taken and changes nothing)."""
     repo = state.repo()
     list_refs(state, repo.branches(), repo.head_branch, "branch", as_json)
 
