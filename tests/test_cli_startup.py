@@ -343,12 +343,16 @@ def test_a_terminal_gets_the_pager_even_when_rich_is_told_it_is_none(
 # --- plain printing is rich's, where rich sees no terminal -------------------------------
 
 
-def _rich_prints(*objects: Any) -> str:
-    buffer = io.StringIO()
-    console = Console(
+def _console(buffer: io.StringIO) -> Console:
+    """A console as the command line makes one (State.console), writing to ``buffer``."""
+    return Console(
         file=buffer, highlight=False, markup=False, emoji=False, soft_wrap=True, width=80
     )
-    console.print(*objects)
+
+
+def _rich_prints(*objects: Any) -> str:
+    buffer = io.StringIO()
+    _console(buffer).print(*objects)
     return buffer.getvalue()
 
 
@@ -356,7 +360,8 @@ def _plain_prints(*objects: Any) -> str:
     buffer, stdout = io.StringIO(), sys.stdout
     sys.stdout = buffer
     try:
-        PlainConsole(stderr=False, rich_console=lambda: Console(file=buffer)).print(*objects)
+        # What it cannot print plainly (a tab, a table) goes to the rich console it stands for.
+        PlainConsole(stderr=False, rich_console=lambda: _console(buffer)).print(*objects)
     finally:
         sys.stdout = stdout
     return buffer.getvalue()
