@@ -54,6 +54,14 @@ def rich_terminal(stream: IO[str], environ: Mapping[str, str]) -> bool:
         return False
 
 
+def is_tty(stream: object) -> bool:
+    """Whether ``stream`` is a terminal (where the pager starts), whatever rich is told."""
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 class PlainConsole:
     """Prints :class:`Styled` lines and strings as plain text, byte for byte as rich would on
     a stream that is not a terminal; hands anything else to the rich console it stands for."""
@@ -80,4 +88,4 @@ class PlainConsole:
         stream.flush()
 
 
-__all__ = ["PlainConsole", "Printer", "rich_terminal"]
+__all__ = ["PlainConsole", "Printer", "is_tty", "rich_terminal"]

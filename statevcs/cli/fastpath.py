@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from .console import rich_terminal
+from .console import is_tty, rich_terminal
 
 FLAG, VALUE, COUNT, COUNTER = "flag", "value", "count", "counter"
 """How an option takes its value: a flag (``True``), a string, a count ``>= 0`` (``-n 3``),
@@ -224,15 +224,14 @@ def run(args: list[str]) -> int | None:
     parsed = parse(args, os.environ)
     # A terminal gets the pager and rich's colours (even one rich is told is none: the pager
     # starts on any terminal), so click's path; so does output rich would colour anyway.
-    if parsed is None or _isatty(sys.stdout) or rich_terminal(sys.stdout, os.environ):
+    if parsed is None or is_tty(sys.stdout) or rich_terminal(sys.stdout, os.environ):
         return None
-    options = parsed.options
     from ..stores.registry import check_path
-
-    chdir = options["chdir"]
     from . import reads
     from .session import State
 
+    options = parsed.options
+    chdir = options["chdir"]
     command: Callable[..., None] = getattr(reads, COMMANDS[parsed.command].run)
     before = os.getcwd() if chdir is not None else None
     out, err = io.StringIO(), io.StringIO()
@@ -270,13 +269,6 @@ def run(args: list[str]) -> int | None:
             os.chdir(before)
         return None
     return _write(out.getvalue(), err.getvalue())
-
-
-def _isatty(stream: object) -> bool:
-    try:
-        return bool(stream.isatty())  # type: ignore[attr-defined]
-    except (AttributeError, OSError, ValueError):
-        return False
 
 
 def _write(out: str, err: str) -> int:

@@ -19,7 +19,7 @@ from ..errors import RepositoryNotFound
 from ..hashing import from_hex
 from ..stores.registry import shown_location
 from ..stores.sqlite import DB_FILENAME
-from .console import PlainConsole, Printer, rich_terminal
+from .console import PlainConsole, Printer, is_tty, rich_terminal
 from .safety import suggest
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ class State:
 
     def page(self) -> None:
         """Send what follows on stdout through the pager, on a terminal (see :mod:`.pager`)."""
-        if self.paging and self._out is None and not self._paged and _terminal(sys.stdout):
+        if self.paging and self._out is None and not self._paged and is_tty(sys.stdout):
             from . import pager  # subprocess and shutil load only for a terminal
 
             self._paged = pager.start()
@@ -206,14 +206,6 @@ class State:
         if self._repo is not None:
             self._repo.close()
             self._repo = None
-
-
-def _terminal(stream: object) -> bool:
-    """Whether ``stream`` is a terminal (the pager's first test, without importing it)."""
-    try:
-        return bool(stream.isatty())  # type: ignore[attr-defined]
-    except (AttributeError, OSError, ValueError):
-        return False
 
 
 __all__ = ["HIDDEN_FOLDER", "State", "find_repository", "snapshot_codec"]
