@@ -6,9 +6,10 @@ Builds a small repository (10 commits) and a large one (1,000 commits, 2 message
 temporary folder, then times real ``python -m statevcs`` processes (the median of ``--runs``,
 after a warm-up run that leaves the bytecode cache an installed package has) against
 ``python -c pass``, in wall time and in CPU time (user + system: what a loaded machine distorts
-least): ``--version``, ``log -n 10``, ``show``, ``reflog`` and ``status``. ``target`` is the
-issue's goal for a command: twice ``python -c pass`` plus the work itself (``cpu/target`` at or
-below 1.00x meets it).
+least): ``--version``, ``log -n 10``, ``show``, ``reflog``, ``status`` and ``branch``. Their
+output is captured (a pipe), so the hot read commands take the fast path that loads neither
+click nor rich (``statevcs/cli/fastpath.py``). ``target`` is the issue's goal for a command:
+twice ``python -c pass`` plus the work itself (``cpu/target`` at or below 1.00x meets it).
 "work" is the CPU time of the same command run in-process once the modules are loaded (click's
 test runner, median of the same count), so ``cpu - work`` is what start-up costs. Then ``gc``
 after ``reset main~N`` with the reflog expired: its time, how much the file shrank, and what a
@@ -147,6 +148,7 @@ def main() -> None:
             (f"show ({large_commits:,} commits)", ["show"], large),
             (f"reflog ({large_commits:,} commits)", ["reflog"], large),
             (f"status ({large_commits:,} commits)", ["status"], large),
+            (f"branch ({large_commits:,} commits)", ["branch"], large),
         ]
         print(
             f"{'command':<34}{'wall':>9}{'cpu':>9}{'work':>9}{'cpu-work':>10}{'cpu/python':>12}"

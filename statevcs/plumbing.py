@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ from .snapshot import (
     StoredMessages,
     WrittenSnapshot,
     load_snapshot_object,
+    read_messages,
     read_snapshot,
     read_values,
     write_snapshot,
@@ -46,6 +48,17 @@ from .structures.maps import read_map
 _COMMIT_TAG = b"\xa6commit"  # how an encoded commit's kind reads, near its start
 if TYPE_CHECKING:
     from .model import Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotValues:
+    """A snapshot's parts decoded into fresh Python objects, without the pydantic model."""
+
+    kind: str
+    messages: list[Any]
+    state: dict[str, Any]
+    extras: dict[str, Any]
+    state_codec: str
 
 
 class ObjectDatabase(ObjectDB):
@@ -78,6 +91,18 @@ class ObjectDatabase(ObjectDB):
     def read_snapshot(self, snapshot_id: ObjectId) -> ReadSnapshot:
         """Decode a snapshot into fresh Python objects (state through its own codec)."""
         return read_snapshot(self, _check_id(snapshot_id, "snapshot_id"), self.serializer)
+
+    def read_snapshot_values(self, snapshot_id: ObjectId) -> SnapshotValues:
+        """Decode a snapshot's kind, messages, state (through its own codec) and extras, as
+        :meth:`read_snapshot` does, without building a ``statevcs.Snapshot`` (so without
+        loading pydantic: the command line's ``show`` reads this way)."""
+        obj = self.load_snapshot(snapshot_id)
+        messages, _ = read_messages(self, obj.messages)
+        messages.extend(self.iter_docs(obj.tail))
+        codec = serializer_for(obj.state_codec, self.serializer)
+        state = read_values(self, read_map(self, obj.state), codec)
+        extras = read_values(self, read_map(self, obj.extras), None)
+        return SnapshotValues(obj.kind, messages, state, extras, obj.state_codec)
 
     def read_state_bytes(self, snapshot_id: ObjectId) -> dict[str, bytes]:
         """Return a snapshot's state values as their stored, still-serialized bytes."""
@@ -420,4 +445,4 @@ def _check_name(name: object) -> str:
     return name
 
 
-__all__ = ["Config", "ObjectDatabase", "Refs"]
+__all__ = ["Config", "ObjectDatabase", "Refs", "SnapshotValues"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -26,9 +25,6 @@ from .adapters import (
     transient_keys,
 )
 from .commitfields import canonical_metadata, check_text, copy_tree, timestamp_us
-from .commitgraph import GraphWriteReport, write_graph
-from .diff import SnapshotDiff, diff_snapshots
-from .durations import as_duration
 from .errors import (
     CorruptObject,
     DetachedHead,
@@ -44,14 +40,6 @@ from .errors import (
     StateVCSError,
     StoreError,
     UnknownRevision,
-)
-from .gc import (
-    FsckReport,
-    GCReport,
-    StatsReport,
-    check_repository,
-    collect_garbage,
-    measure_repository,
 )
 from .hashing import ObjectId, from_hex, hash_bytes, to_hex
 from .history import CommitGraph, is_ancestor, merge_bases, walk
@@ -70,7 +58,6 @@ from .refs import (
     tag_ref,
 )
 from .revisions import reflog_ref, resolve_revision
-from .search import SearchResult, search_history
 from .serializers import JSONSerializer, StateSerializer
 from .snapshot import (
     MessageBase,
@@ -89,11 +76,30 @@ from .stores.memory import MemoryStore
 from .stores.registry import backend_for
 from .stores.sqlite import DB_FILENAME, Durability, SQLiteStore, read_config
 from .structures.chunking import CHUNKER_KEY, DEFAULT_CHUNKER, chunker_for
-from .upgrade import UpgradeReport, read_upgrade_map
-from .upgrade import upgrade as upgrade_repository
 
 if TYPE_CHECKING:
+    from .commitgraph import GraphWriteReport
+    from .diff import SnapshotDiff
+    from .gc import FsckReport, GCReport, StatsReport
     from .model import Snapshot
+    from .search import SearchResult
+    from .upgrade import UpgradeReport
+
+# Loaded where they are used (diff, search, gc, fsck, stats, upgrade, writing the commit graph),
+# so that opening a repository and reading its history (the command line's `log`) does not
+# pay for them; the reports stay importable from here (PEP 562).
+_LAZY_EXPORTS = {"FsckReport": ".gc", "GCReport": ".gc", "StatsReport": ".gc"}
+
+
+def __getattr__(name: str) -> Any:
+    """Load a report class kept importable from this module the first time it is asked for."""
+    module = _LAZY_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module, __package__), name)
+
 
 DEFAULT_AUTHOR = "statevcs <statevcs@localhost>"
 MEMORY_URL = "memory://"
@@ -270,6 +276,8 @@ class Repo:
         compression), for a repository older versions must still open; ``statevcs upgrade``
         moves it to format 2 later (see docs/storage.md).
         """
+        import uuid  # only a new repository needs one
+
         ref = branch_ref(_check_str(default_branch, "default_branch"))
         _check_durability(durability)
         format_text = _check_storage_format(storage_format)
@@ -966,6 +974,8 @@ class Repo:
 
     def diff(self, a: str, b: str) -> SnapshotDiff:
         """Compare the snapshots at revisions ``a`` and ``b`` structurally."""
+        from .diff import diff_snapshots
+
         old = self._load_commit(self._resolve(a, "a"))
         new = self._load_commit(self._resolve(b, "b"))
         return diff_snapshots(
@@ -990,6 +1000,8 @@ class Repo:
         valid raises ``InvalidPattern``, one that could take exponential time ``UnsafePattern``
         (see :mod:`statevcs.search`); ``limit`` keeps the newest matches.
         """
+        from .search import search_history
+
         _check_str(pattern, "pattern")
         _check_str(rev, "rev")
         _check_bool(all_refs, "all_refs")
@@ -1143,6 +1155,9 @@ class Repo:
         while marking and while sweeping. Writers in other processes stay safe: see
         docs/concepts.md.
         """
+        from .durations import as_duration
+        from .gc import collect_garbage
+
         grace = as_duration(grace, "grace")
         _check_bool(dry_run, "dry_run")
         expire = None if expire_reflog is None else as_duration(expire_reflog, "expire_reflog")
@@ -1165,16 +1180,22 @@ class Repo:
         AUTO_WRITE_AFTER` commits of a handle (S3: 8) and by :meth:`gc`; ``rebuild=True`` writes it
         from scratch. See docs/commit-graph.md.
         """
+        from .commitgraph import write_graph
+
         _check_bool(rebuild, "rebuild")
         with self._lock:
             return write_graph(self.store, rebuild=rebuild)
 
     def fsck(self) -> FsckReport:
         """Re-hash every object and check every ref and reachable link; never raises early."""
+        from .gc import check_repository
+
         return check_repository(self.store, self.objects)
 
     def stats(self) -> StatsReport:
         """Count objects and bytes, and estimate what a full copy per commit would cost."""
+        from .gc import measure_repository
+
         return measure_repository(self.store, self.objects)
 
     @property
@@ -1191,6 +1212,8 @@ class Repo:
         either format reads the same history. ``progress(done, total)`` is called per commit.
         Raises ``RefConflict`` (nothing moved) when another process moved a ref meanwhile.
         """
+        from .upgrade import upgrade as upgrade_repository
+
         if progress is not None and not callable(progress):
             raise TypeError("progress must be callable")
         with self._lock:
@@ -1200,6 +1223,8 @@ class Repo:
 
     def _upgraded(self, low: ObjectId, high: ObjectId) -> list[ObjectId]:
         """Commits that replaced upgraded commits whose old ids lie in [low, high]."""
+        from .upgrade import read_upgrade_map
+
         if self._upgrade_map is None:
             self._upgrade_map = read_upgrade_map(self.objects)
         return [new for old, new in self._upgrade_map.items() if low <= old <= high]

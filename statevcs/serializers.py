@@ -19,27 +19,23 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import hmac
-import inspect
 import json
 import math
-import pickle
 import re
 import sys
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
-from decimal import Decimal
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
-from zoneinfo import ZoneInfo
 
 import msgpack
 
 from statevcs.errors import SerializationError, UntrustedPayload
 
 if TYPE_CHECKING:
+    import uuid
+    from decimal import Decimal
+
     from pydantic import BaseModel
 
 
@@ -176,19 +172,32 @@ def _deep(path: str, limit: int | None = None) -> SerializationError:
 
 _JSON_SCALARS = frozenset({str, int, bool, _NoneType})
 _JSON_ALTERNATIVE = "or open the repository with statevcs.MsgpackSerializer()"
-_JSON_FIXES: dict[type, str] = {
-    tuple: "convert it to a list",
-    set: "convert it to a sorted list",
-    frozenset: "convert it to a sorted list",
-    bytes: "encode it as text (for example base64)",
-    bytearray: "encode it as text (for example base64)",
-    datetime: "convert it to a string with .isoformat()",
-    date: "convert it to a string with .isoformat()",
-    time: "convert it to a string with .isoformat()",
-    timedelta: "convert it to a number of seconds with .total_seconds()",
-    Decimal: "convert it to a string with str(...)",
-    uuid.UUID: "convert it to a string with str(...)",
+_JSON_FIXES_BY_NAME = {
+    "tuple": "convert it to a list",
+    "set": "convert it to a sorted list",
+    "frozenset": "convert it to a sorted list",
+    "bytes": "encode it as text (for example base64)",
+    "bytearray": "encode it as text (for example base64)",
+    "datetime": "convert it to a string with .isoformat()",
+    "date": "convert it to a string with .isoformat()",
+    "time": "convert it to a string with .isoformat()",
+    "timedelta": "convert it to a number of seconds with .total_seconds()",
+    "Decimal": "convert it to a string with str(...)",
+    "UUID": "convert it to a string with str(...)",
 }
+
+
+@functools.cache
+def _json_fixes() -> dict[type, str]:
+    """The advice for each type JSON cannot store (uuid and decimal load only to give it)."""
+    import uuid
+    from decimal import Decimal
+
+    types = (tuple, set, frozenset, bytes, bytearray, datetime, date, time, timedelta)
+    by_name = {t.__name__: t for t in (*types, Decimal, uuid.UUID)}
+    return {by_name[name]: fix for name, fix in _JSON_FIXES_BY_NAME.items()}
+
+
 _PLAIN_BASES: tuple[type, ...] = (bool, int, float, str, dict, list)
 
 
@@ -206,7 +215,7 @@ def _json_unsupported(value: Any) -> _Bad:
             f"convert it to a dict, or open the repository with "
             f"statevcs.MsgpackSerializer(types=[{cls.__qualname__}])",
         )
-    fix = _JSON_FIXES.get(cls)
+    fix = _json_fixes().get(cls)
     if fix is not None:
         return _Bad(f"is {_a_type(cls)}, which JSON cannot store", f"{fix} {_JSON_ALTERNATIVE}")
     for base in _PLAIN_BASES:
@@ -423,6 +432,8 @@ _MSGPACK_HINT = (
 
 @functools.cache
 def _validate_by_name() -> bool:
+    import inspect
+
     from pydantic import BaseModel
 
     return "by_name" in inspect.signature(BaseModel.model_validate).parameters
@@ -518,6 +529,8 @@ def _tz_spec(tz: tzinfo | None) -> Any:
             offset // timedelta(microseconds=1),
             None if name == default_name else name,
         ]
+    from zoneinfo import ZoneInfo
+
     if type(tz) is ZoneInfo:
         key = tz.key
         if key is None or not _ZONE_KEY.match(key):
@@ -542,6 +555,8 @@ def _tz_from_spec(spec: Any) -> tzinfo | None:
         key = spec[1]
         if not isinstance(key, str) or not _ZONE_KEY.match(key):
             raise _Corrupt(f"invalid time zone key {_short_repr(key)}")
+        from zoneinfo import ZoneInfo
+
         try:
             return ZoneInfo(key)
         except Exception:
@@ -694,7 +709,7 @@ class MsgpackSerializer:
             return out
         if cls is list:
             return self._encode_items(value, text, depth)
-        encoder = _ENCODERS.get(cls)
+        encoder = _encoders().get(cls)
         if encoder is not None:
             return encoder(self, value, text, depth)
         entry = self._by_class.get(cls)
@@ -777,6 +792,8 @@ class MsgpackSerializer:
                 f"is {_a_type(cls)}, which MsgpackSerializer would read back as bytes",
                 "convert it with bytes(...)",
             )
+        from decimal import Decimal
+
         for base in (*_PLAIN_BASES, tuple, set, frozenset, bytes, datetime, date, Decimal):
             if isinstance(value, base):
                 return _Bad(
@@ -907,17 +924,23 @@ def _encode_decimal(ser: MsgpackSerializer, value: Decimal, text: bool, depth: i
     return msgpack.ExtType(_EXT_DECIMAL, str(value).encode("ascii"))
 
 
-_ENCODERS: dict[type, Callable[[MsgpackSerializer, Any, bool, int], Any]] = {
-    tuple: MsgpackSerializer._encode_tuple,
-    set: MsgpackSerializer._encode_set,
-    frozenset: MsgpackSerializer._encode_set,
-    datetime: _encode_datetime,
-    date: _encode_date,
-    time: _encode_time,
-    timedelta: _encode_timedelta,
-    uuid.UUID: _encode_uuid,
-    Decimal: _encode_decimal,
-}
+@functools.cache
+def _encoders() -> dict[type, Callable[[MsgpackSerializer, Any, bool, int], Any]]:
+    """The encoder of each extension type (uuid and decimal load with the first encoding)."""
+    import uuid
+    from decimal import Decimal
+
+    return {
+        tuple: MsgpackSerializer._encode_tuple,
+        set: MsgpackSerializer._encode_set,
+        frozenset: MsgpackSerializer._encode_set,
+        datetime: _encode_datetime,
+        date: _encode_date,
+        time: _encode_time,
+        timedelta: _encode_timedelta,
+        uuid.UUID: _encode_uuid,
+        Decimal: _encode_decimal,
+    }
 
 
 def _fields(data: bytes, count: int) -> list[Any]:
@@ -953,10 +976,14 @@ def _decode_timedelta(ser: MsgpackSerializer, data: bytes, depth: int) -> Any:
 
 
 def _decode_uuid(ser: MsgpackSerializer, data: bytes, depth: int) -> Any:
+    import uuid
+
     return uuid.UUID(bytes=bytes(data))
 
 
 def _decode_decimal(ser: MsgpackSerializer, data: bytes, depth: int) -> Any:
+    from decimal import Decimal
+
     return Decimal(bytes(data).decode("ascii"))
 
 
@@ -984,7 +1011,7 @@ _DECODERS: dict[int, Callable[[MsgpackSerializer, bytes, int], Any]] = {
 # --- pickle -----------------------------------------------------------------------
 
 _PICKLE_FORMAT = b"\x01"
-_DIGEST_SIZE = hashlib.sha256().digest_size
+_DIGEST_SIZE = 32  # HMAC-SHA256
 _PICKLE_PROTOCOL = 5
 
 
@@ -1009,11 +1036,16 @@ class PickleSerializer:
         self._key = raw
 
     def _sign(self, body: bytes) -> bytes:
+        import hashlib
+        import hmac
+
         return hmac.new(self._key, body, hashlib.sha256).digest()
 
     def serialize(self, value: Any, path: str = "value") -> bytes:
         """Return ``value`` pickled (protocol 5) and signed; raise SerializationError if not."""
         try:
+            import pickle  # pickle, hmac and zoneinfo load where used: start-up pays for none
+
             body = pickle.dumps(value, protocol=_PICKLE_PROTOCOL)
         except RecursionError:
             raise _deep(path) from None
@@ -1041,6 +1073,9 @@ class PickleSerializer:
             )
         signature = data[1:header]
         body = data[header:]
+        import hmac
+        import pickle
+
         if not hmac.compare_digest(signature, self._sign(body)):
             raise UntrustedPayload(
                 f"{path} was not signed with this serializer's key (wrong key, or the bytes were "

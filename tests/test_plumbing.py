@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import statevcs
 from statevcs import Repo
@@ -78,3 +81,39 @@ def test_config_refuses_statevcs_own_keys(repo: Repo) -> None:
     for key in ("core.format", "core.durability", "gc.generation"):
         with pytest.raises(RepositoryError, match="belongs to statevcs"):
             repo.config.set(key, "1")
+
+
+@pytest.mark.parametrize("storage_format", [1, 2])
+@pytest.mark.parametrize("serializer", [statevcs.JSONSerializer, statevcs.MsgpackSerializer])
+def test_snapshot_values_are_the_snapshot_without_its_model(
+    tmp_path: Path, storage_format: int, serializer: type[statevcs.StateSerializer]
+) -> None:
+    with Repo.init(tmp_path / "r", storage_format=storage_format, serializer=serializer()) as repo:
+        messages = [{"role": "user", "content": f"m{n} " + "x" * 300} for n in range(40)]
+        big = {"text": "y" * 200_000}
+        repo.commit({"messages": messages, "n": 1, "big": big, "extras": 1}, metadata={"k": "v"})
+        commit = repo.get_commit("main")
+        values = repo.objects.read_snapshot_values(from_hex(commit.snapshot_id))
+        snapshot = repo.show("main")
+        assert (values.kind, values.messages, values.state, values.extras) == (
+            snapshot.kind,
+            snapshot.messages,
+            snapshot.state,
+            snapshot.extras,
+        )
+        assert values.state_codec == serializer.name
+        values.messages.append("fresh")  # fresh objects: the next read is unchanged
+        again = repo.objects.read_snapshot_values(from_hex(commit.snapshot_id))
+        assert again.messages == snapshot.messages
+
+
+@given(st.one_of(st.binary(), st.text(), st.integers(), st.none()))
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_snapshot_values_refuse_what_is_not_a_snapshot_id(repo: Repo, value: object) -> None:
+    commit = repo.commit({"n": 1})
+    with pytest.raises((TypeError, statevcs.StateVCSError)):
+        repo.objects.read_snapshot_values(value)  # type: ignore[arg-type]
+    with pytest.raises(statevcs.CorruptObject):  # a commit is not a snapshot
+        repo.objects.read_snapshot_values(from_hex(commit.id))

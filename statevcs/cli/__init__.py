@@ -10,11 +10,14 @@ Everything read from a repository (messages, authors, keys, ref names, metadata)
 plain text through :func:`safe_text`, never as rich markup, with terminal control characters
 shown as visible escapes.
 
-One job per module: :mod:`.context` (finding the repository, the shared options, the error
-types), :mod:`.app` (the group, error handling, :func:`main`), :mod:`.rendering` (safe text,
-JSON, commit headers, messages, diffs), :mod:`.graph` (git's ``--graph`` order and drawing),
-:mod:`.revisions` (revisions explained in command-line terms) and :mod:`.commands` (the commands
-by area: history, refs, maintenance, mirror, init). Commands use the ``Repo`` porcelain.
+One job per module: :mod:`.session` (finding the repository, the shared options, where output
+prints), :mod:`.context` (what the click commands share, the error types), :mod:`.app` (the
+group, error handling, :func:`main`), :mod:`.rendering` (safe text, JSON, commit headers,
+messages, diffs) printed as :mod:`.styled` lines through :mod:`.console`, :mod:`.graph` (git's
+``--graph`` order and drawing), :mod:`.revisions` (revisions explained in command-line terms),
+:mod:`.reads` (what the hot read commands print), :mod:`.fastpath` (those commands piped,
+without click or rich) and :mod:`.commands` (the click commands by area: history, refs,
+maintenance, mirror, init). Commands use the ``Repo`` porcelain.
 """
 
 from __future__ import annotations
@@ -60,6 +63,11 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         # Answered before click loads: a script checking the version pays Python's start only.
         sys.stdout.write(f"statevcs, version {__version__}\n")
         sys.exit(0)
+    from .fastpath import run as run_fast
+
+    status = run_fast(args)  # a hot read command piped or redirected: no click, no rich
+    if status is not None:
+        sys.exit(status)
     from .app import main as run
 
     run(args)

@@ -7,7 +7,6 @@ shows the traceback. Library warnings print as ``warning: ...``.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import traceback
 import warnings
@@ -22,6 +21,7 @@ from ..stores.registry import check_path, scheme_of
 from . import pager
 from .commands import LazyCommands
 from .context import CommandError, CommandUsageError, State, cli_message, usage_error
+from .fastpath import git_counts
 from .safety import one_line, safe_text
 
 REVISION_HELP = """\
@@ -51,28 +51,12 @@ def _show_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
             click.echo(f"warning: {message}", err=True)
 
 
-def _git_counts(args: list[str]) -> list[str]:
-    """Accept git's ``log -3`` shorthand for ``log -n 3`` (also for reflog)."""
-    out: list[str] = []
-    counting = False
-    for arg in args:
-        if counting and re.fullmatch(r"-[0-9]+", arg):
-            out += ["-n", arg[1:]]
-            continue
-        if arg == "--":
-            counting = False
-        elif arg in ("log", "reflog") and out[-1:] not in (["-C"], ["--repo"]):
-            counting = True
-        out.append(arg)
-    return out
-
-
 class _Group(click.Group):
     """Reports every failure as ``error: ...`` on stderr: exit 1, or 2 for a usage mistake."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """Accept git's ``log -3`` for ``log -n 3`` before click parses the arguments."""
-        return super().parse_args(ctx, _git_counts(args))
+        return super().parse_args(ctx, git_counts(args))
 
     def make_context(
         self,

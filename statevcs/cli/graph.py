@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
-from rich.text import Text
+from .styled import Styled
 
 LANE_COLORS = (
     "red",
@@ -410,9 +410,9 @@ def graph_rows(commits: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, 
     return rows
 
 
-def graph_text(cells: Sequence[Cell], keep_padding: bool) -> Text:
+def graph_text(cells: Sequence[Cell], keep_padding: bool) -> Styled:
     """A row of :func:`graph_cells` in its lane colors (trailing blanks dropped unless kept)."""
-    text = Text()
+    text = Styled()
     if not keep_padding:
         while cells and cells[-1][0] == " ":
             cells = cells[:-1]

@@ -2,28 +2,27 @@
 
 Everything read from a repository (messages, authors, keys, ref names, metadata) is printed as
 plain text through :func:`safe_text`, never as rich markup, with terminal control characters
-shown as visible escapes; ``--json`` output goes through :func:`emit_json`.
+shown as visible escapes; ``--json`` output goes through :func:`emit_json`. Lines are
+:class:`~.styled.Styled`: plain text where no colour applies, rich ``Text`` on a terminal.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-
-import click
-from rich.text import Text
 
 from ..errors import StateVCSError
 from ..plain import to_plain
 from .safety import UNSAFE_IN_JSON, json_escape, one_line, safe_text
+from .styled import Styled
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from ..diff import SnapshotDiff
     from ..repo import Commit, Repo
+    from .console import Printer
 
 ROLE_STYLES = {
     "user": "bold green",
@@ -40,9 +39,9 @@ def _json_text(text: str) -> str:
     return UNSAFE_IN_JSON.sub(json_escape, text)
 
 
-def text(*parts: object | tuple[object, str]) -> Text:
-    """Build one rich ``Text`` from parts (a value, or ``(value, style)``), all made safe."""
-    line = Text()
+def text(*parts: object | tuple[object, str]) -> Styled:
+    """Build one ``Styled`` line from parts (a value, or ``(value, style)``), all made safe."""
+    line = Styled()
     for part in parts:
         value, style = part if isinstance(part, tuple) else (part, "")
         line.append(safe_text(value), style=style)
@@ -89,7 +88,10 @@ def human_bytes(size: float) -> str:
 
 def emit_json(value: Any) -> None:
     """Print ``value`` as indented JSON on stdout, terminal-safe and lossless."""
-    click.echo(_json_text(json.dumps(to_plain(value), indent=2, ensure_ascii=False)))
+    # What click.echo did: the text and a newline, flushed (JSON holds no escape sequence for
+    # it to strip: the encoder escapes every control character).
+    sys.stdout.write(_json_text(json.dumps(to_plain(value), indent=2, ensure_ascii=False)) + "\n")
+    sys.stdout.flush()
 
 
 def commit_json(commit: Commit, refs: Sequence[str] = ()) -> dict[str, Any]:
@@ -141,11 +143,11 @@ class Decorations:
         """The labels of ``commit_id`` as plain strings (for ``--json``)."""
         return [label for label, _ in self.by_commit.get(commit_id, [])]
 
-    def text(self, commit_id: str) -> Text:
+    def text(self, commit_id: str) -> Styled:
         """`` (HEAD -> main, tag: v1)`` in color, or nothing when no ref points at the commit."""
         found = self.by_commit.get(commit_id)
         if not found:
-            return Text()
+            return Styled()
         shown = text((" (", "yellow"))
         for index, (label, style) in enumerate(found):
             if index:
@@ -155,7 +157,7 @@ class Decorations:
         return shown
 
 
-def oneline(commit: Commit, decorations: Decorations) -> Text:
+def oneline(commit: Commit, decorations: Decorations) -> Styled:
     """``1a2b3c4d5e6f (main) first line`` as ``log --oneline`` shows a commit."""
     line = text((commit.short_id, "yellow"))
     line.append_text(decorations.text(commit.id))
@@ -163,7 +165,7 @@ def oneline(commit: Commit, decorations: Decorations) -> Text:
     return line
 
 
-def print_header(out: Console, commit: Commit, decorations: Decorations) -> None:
+def print_header(out: Printer, commit: Commit, decorations: Decorations) -> None:
     """Print a commit as ``log`` and ``show`` do: id, merge parents, author, date, message."""
     line = text(("commit " + commit.id, "yellow"))
     line.append_text(decorations.text(commit.id))
@@ -180,11 +182,11 @@ def print_header(out: Console, commit: Commit, decorations: Decorations) -> None
 # --- messages ---------------------------------------------------------------------------------
 
 
-def _text_lines(value: str, style: str = "", indent: str = "") -> list[Text]:
+def _text_lines(value: str, style: str = "", indent: str = "") -> list[Styled]:
     return [text((indent + line, style)) for line in lines(value)]
 
 
-def _block_lines(block: Any) -> list[Text]:
+def _block_lines(block: Any) -> list[Styled]:
     if not isinstance(block, dict):
         return [text(short(block, 400))]
     if "text" in block and isinstance(block["text"], str):
@@ -227,12 +229,12 @@ def _block_lines(block: Any) -> list[Text]:
     return [text((f"[{kind}] " + short(block[kind], 200) if block else "[empty]", "dim"))]
 
 
-def message_lines(message: Any) -> list[Text]:
+def message_lines(message: Any) -> list[Styled]:
     """Render one message readably: text, tool uses (→) and tool results (←), all made safe."""
     if not isinstance(message, dict):
         return [text(short(message, 400))]
     content = message.get("content")
-    found: list[Text] = []
+    found: list[Styled] = []
     if isinstance(content, str):
         found.extend(_text_lines(content))
     elif isinstance(content, list):
@@ -256,7 +258,7 @@ def message_lines(message: Any) -> list[Text]:
     return found
 
 
-def role_text(message: Any) -> Text:
+def role_text(message: Any) -> Styled:
     """A message's role in its color (``?`` when it has none)."""
     role = str(message.get("role", "?")) if isinstance(message, dict) else "?"
     return text((role, ROLE_STYLES.get(role, "bold")))
@@ -297,7 +299,7 @@ def diff_json(result: SnapshotDiff, old_id: str, new_id: str) -> dict[str, Any]:
 _SIGNS = {"added": ("+", "green"), "removed": ("-", "red"), "changed": ("~", "yellow")}
 
 
-def print_diff(out: Console, result: SnapshotDiff, old: Commit, new: Commit) -> None:
+def print_diff(out: Printer, result: SnapshotDiff, old: Commit, new: Commit) -> None:
     """Print a snapshot diff in color: message changes by position, then state and extras."""
     out.print(
         text(

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import StateVCSError, UnknownRevision
-from ..repo import Repo
 from ..revisions import parse_revision
-from .context import CommandError, cli_message
+from .advice import cli_message
 from .rendering import plural
 from .safety import suggest
+
+if TYPE_CHECKING:
+    from ..repo import Repo
 
 _COUNT_CAP = 1000
 
@@ -68,6 +71,8 @@ def resolve(repo: Repo, rev: str) -> str:
     try:
         return repo.resolve(rev)
     except UnknownRevision as exc:
+        from .context import CommandError  # click loads only for the error
+
         raise CommandError(_explain_unknown(repo, rev, exc)) from exc
 
 

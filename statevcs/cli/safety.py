@@ -7,7 +7,6 @@ it at start-up for nothing.
 from __future__ import annotations
 
 import re
-import shlex
 
 # C0 and C1 control characters and DEL drive the terminal (colors, cursor moves, OSC 8 links,
 # title changes, \x9b is a one-byte CSI); lone surrogates cannot be encoded for output at all.
@@ -77,6 +76,8 @@ def suggest(*words: str, then: str = "") -> str:
     Pasted as shown it runs as meant: a URL's ``&`` does not background the command, a name
     with a space stays one argument. ``then`` is appended as it is (placeholders: ``REV``).
     """
+    import shlex  # suggestions come with errors, not with every command
+
     line = shlex.join(("statevcs", *words))
     return f"`{line} {then}`" if then else f"`{line}`"
 

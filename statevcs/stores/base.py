@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import os
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -288,7 +288,7 @@ class Store(abc.ABC):
         """
         token = self.__dict__.get("_identity")
         if token is None:
-            token = self.__dict__["_identity"] = f"{type(self).__name__}:{uuid.uuid4().hex}"
+            token = self.__dict__["_identity"] = f"{type(self).__name__}:{os.urandom(16).hex()}"
         return str(token)
 
     def operation(self) -> contextlib.AbstractContextManager[None]:

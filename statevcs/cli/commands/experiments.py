@@ -55,7 +55,7 @@ def compare_command(a: str, b: str, with_messages: bool, as_json: bool) -> None:
         else "no turn differs"
     )
     out.print(text(summary))
-    width = max(40, out.width - 12)
+    width = max(40, state.console().width - 12)  # the terminal's width, as rich measures it
     for turn in result.turns:
         prompts = dict.fromkeys(" ".join(t.text.split()) for t in (turn.a, turn.b) if t)
         line = text(

@@ -71,7 +71,7 @@ def gc(
         TextColumn("{task.description}", markup=False),
         BarColumn(),
         TimeElapsedColumn(),
-        console=state.err,
+        console=state.console(stderr=True),
         transient=True,
         disable=as_json or not state.err.is_terminal,
     )
@@ -217,7 +217,7 @@ def upgrade(as_json: bool) -> None:
         TextColumn("rewriting commits"),
         BarColumn(),
         MofNCompleteColumn(),
-        console=state.err,
+        console=state.console(stderr=True),
         transient=True,
         disable=as_json or not state.err.is_terminal,
     )

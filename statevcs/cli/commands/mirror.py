@@ -37,7 +37,7 @@ def progress_bar(state: State, as_json: bool) -> Iterator[Progress | None]:
         bars.BarColumn(),
         bars.MofNCompleteColumn(),
         bars.TimeElapsedColumn(),
-        console=state.err,
+        console=state.console(stderr=True),
         transient=True,
     )
     with bar:

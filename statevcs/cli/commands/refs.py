@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ...errors import RefExists, RefNotFound
 from ...merge import Side
+from .. import reads
 from ..context import REV_EPILOG, CommandError, current_state, json_option
-from ..rendering import commit_json, emit_json, first_line, safe_text, text
+from ..rendering import commit_json, emit_json, first_line, text
 from ..revisions import resolve
 from ..safety import suggest
 
@@ -79,7 +79,7 @@ def branch(
                 text(f"Created branch {name} at {commit.short_id} {first_line(commit.message)}")
             )
         return
-    _list_refs(repo.branches(), repo.head_branch, "branch", as_json)
+    reads.list_refs(state, repo.branches(), repo.head_branch, "branch", as_json)
 
 
 @click.command(epilog=REV_EPILOG)
@@ -174,31 +174,7 @@ def tag(name: str | None, rev: str | None, delete: str | None, force: bool, as_j
         else:
             state.out.print(text(f"Tagged {commit.short_id} as {name}"))
         return
-    _list_refs(repo.tags(), None, "tag", as_json)
-
-
-def _list_refs(refs: Mapping[str, str], current: str | None, what: str, as_json: bool) -> None:
-    state = current_state()
-    repo = state.repo()
-    commits = {name: repo.get_commit(commit_id) for name, commit_id in sorted(refs.items())}
-    if as_json:
-        key = "branches" if what == "branch" else "tags"
-        payload: dict[str, Any] = {key: {n: commit_json(c) for n, c in commits.items()}}
-        if what == "branch":
-            payload["head"] = current
-        emit_json(payload)
-        return
-    names = {name: safe_text(name) for name in commits}
-    width = max((len(shown) for shown in names.values()), default=0)
-    for name, commit in commits.items():
-        state.out.print(
-            text(
-                ("* " if name == current else "  ", "bold green"),
-                (names[name].ljust(width), "bold green" if name == current else ""),
-                ("  " + commit.short_id, "yellow"),
-                " " + first_line(commit.message),
-            )
-        )
+    reads.list_refs(state, repo.tags(), None, "tag", as_json)
 
 
 @click.command(epilog=REV_EPILOG)
