@@ -157,9 +157,7 @@ def parse_segment(data: bytes) -> Segment | None:
     return Segment(keys, commits, tuple(listed), high)
 
 
-_PARSED: weakref.WeakKeyDictionary[ObjectDB, dict[ObjectId, Segment]] = (
-    weakref.WeakKeyDictionary()
-)
+_PARSED: weakref.WeakKeyDictionary[ObjectDB, dict[ObjectId, Segment]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
@@ -200,6 +198,17 @@ def fields_of(metadata: Mapping[str, Any], namespace: str) -> tuple[ObjectId | N
         return from_hex(value), gap
     except (ValueError, StateVCSError):
         return None
+
+
+def without_index(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """``metadata`` without lineage-index fields: what a commit copied onto other parents
+    (a rewrite, an upgrade) must carry, since its index described the history it had."""
+    out = dict(metadata)
+    for namespace in NAMESPACES:
+        info = out.get(namespace)
+        if isinstance(info, dict) and (INDEX_FIELD in info or GAP_FIELD in info):
+            out[namespace] = {k: v for k, v in info.items() if k not in (INDEX_FIELD, GAP_FIELD)}
+    return out
 
 
 def lookup(db: ObjectDB, segment_id: ObjectId, key: str) -> list[Hit] | None:
@@ -404,14 +413,18 @@ def _check_one(
     ]
     if segment_id is None:
         return None if not expected else "is missing: the commit names none below its gap"
-    top = read_segment(db, segment_id)
+    top = _present_segment(db, segment_id)
+    if isinstance(top, str):
+        return top
     if top is None:
-        return f"segment {to_hex(segment_id)} is missing or damaged"
+        return None  # absent (a repository imported from a git mirror): never used
     recorded: list[tuple[ObjectId, str]] = []
     for listed in top.older:
-        segment = read_segment(db, listed.segment)
+        segment = _present_segment(db, listed.segment)
+        if isinstance(segment, str):
+            return segment
         if segment is None:
-            return f"segment {to_hex(listed.segment)} is missing or damaged"
+            return None
         if (
             len(segment) != listed.count
             or min(segment.keys) != listed.low
@@ -436,6 +449,14 @@ def load_commit(db: ObjectDB, commit_id: ObjectId) -> CommitObject:
     if not isinstance(obj, CommitObject):
         raise CorruptObject(to_hex(commit_id), f"expected a commit, found {type(obj).__name__}")
     return obj
+
+
+def _present_segment(db: ObjectDB, segment_id: ObjectId) -> Segment | str | None:
+    """A segment, ``None`` when the store does not hold it, or what is wrong with it."""
+    if not db.store.has_many([segment_id]):
+        return None
+    segment = read_segment(db, segment_id)
+    return segment if segment is not None else f"segment {to_hex(segment_id)} is damaged"
 
 
 def walk_line(
@@ -473,4 +494,5 @@ __all__ = [
     "parse_segment",
     "read_segment",
     "walk_line",
+    "without_index",
 ]

@@ -31,6 +31,7 @@ from typing import Any, overload
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from ... import idindex
 from ...commitfields import canonical_metadata, check_text, timestamp_us
 from ...commitgraph import label
 from ...errors import CorruptObject, MissingObject, SerializationError, StateVCSError
@@ -39,7 +40,6 @@ from ...history import CommitGraph, is_ancestor, walk
 from ...idindex import (
     GAP_FIELD,
     INDEX_FIELD,
-    SEGMENT_SIZE,
     Hit,
     Segment,
     extend,
@@ -897,7 +897,11 @@ def index_fields(
     if parent is None:
         return {GAP_FIELD: 1}, {}
     fields = fields_of(parent.commit.metadata, INFO)
-    if fields is not None and fields[1] < SEGMENT_SIZE and checkpoint_id > parent.checkpoint_id:
+    if (
+        fields is not None
+        and fields[1] < idindex.SEGMENT_SIZE
+        and checkpoint_id > parent.checkpoint_id
+    ):
         segment_id, gap = fields
         carried: dict[str, Any] = {GAP_FIELD: gap + 1}
         if segment_id is not None:
