@@ -133,7 +133,8 @@ def parse_segment(data: bytes) -> Segment | None:
         and isinstance(older, list)
         and len(older) <= _MAX_SEGMENTS
         and isinstance(high, str)
-        and all(type(k) is str and len(k) <= _MAX_KEY for k in keys)
+        and set(map(type, keys)) == {str}  # checked in C: a segment holds thousands
+        and max(map(len, keys)) <= _MAX_KEY
     ):
         return None
     listed: list[Older] = []

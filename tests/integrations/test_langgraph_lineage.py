@@ -24,7 +24,7 @@ from statevcs.integrations.langgraph import store as lg_store
 from statevcs.objects import Blob, CommitObject, encode_with_id
 from statevcs.stores.base import RefUpdate
 
-from .langgraph_support import checkpoint, checkpoint_uuid, config_of, exact, thread
+from .langgraph_support import checkpoint, checkpoint_uuid, config_of, exact
 from .test_langgraph_index import _tuple_shape
 
 UNKNOWN = "1ef99999-0000-6000-8000-000000000000"
@@ -262,7 +262,7 @@ def test_a_damaged_index_is_slower_never_wrong(
                     repo.store.put_many({forged_id: forged})
                     _damage(repo, segment_id, forged)
     with statevcs.Repo.open(url) as repo:
-        got, hits = _shapes(repo, ids, index=True, threads=("t",))
+        got, _ = _shapes(repo, ids, index=True, threads=("t",))
         for a, b in zip(got, expected, strict=True):
             assert exact(a, b)
         problems = repo.fsck().problems
@@ -325,14 +325,18 @@ def test_fsck_names_an_index_that_does_not_describe_its_history() -> None:
 
 
 def test_a_rewritten_commit_carries_no_index() -> None:
-    assert idindex.without_index({"langgraph": {"ix": "0" * 64, "ixn": 3, "checkpoint_id": "x"}}) == {
-        "langgraph": {"checkpoint_id": "x"}
-    }
+    assert idindex.without_index(
+        {"langgraph": {"ix": "0" * 64, "ixn": 3, "checkpoint_id": "x"}}
+    ) == {"langgraph": {"checkpoint_id": "x"}}
     assert idindex.without_index({"other": 1}) == {"other": 1}
 
 
 _HOSTILE = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.text(max_size=8) | st.binary(max_size=40),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.text(max_size=8)
+    | st.binary(max_size=40),
     lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=8), inner),
     max_leaves=20,
 )

@@ -853,9 +853,10 @@ def find_by_index(
     if not targets:
         return None, []
     try:
+        db.load_many([*targets, *above])  # one read for the checkpoint and its children
         target = load(db, next(iter(targets)))
         children = [load(db, c) for c in above]
-    except (NotACheckpoint, MissingObject):
+    except (NotACheckpoint, MissingObject, CorruptObject):
         return None
     if target.checkpoint_id != checkpoint_id:
         return None  # an index that does not match its commits: fsck names it
