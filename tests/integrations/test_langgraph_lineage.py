@@ -379,3 +379,29 @@ def test_a_segment_round_trips() -> None:
     assert segment is not None and segment.keys == ["c", "d", "e"]
     assert segment.commit_at(2) == commits[2] and segment.older == tuple(older)
     assert idindex.read_segment(repo.objects, from_hex("ab" * 32)) is None
+
+
+@pytest.mark.parametrize("history", ["collected", "before indexes"])
+def test_a_history_without_a_usable_index_is_indexed_again_by_the_next_put(
+    small_segments: None, history: str
+) -> None:
+    repo = statevcs.Repo.init("memory://")
+    with pytest.MonkeyPatch.context() as patch:
+        if history == "before indexes":
+            patch.setattr(lg_store, "index_fields", lambda *_: ({}, {}))
+        ids = _line(repo, 30)
+    if history == "collected":
+        repo.store.delete_many(_segments(repo))
+        idindex._PARSED.clear()
+    got, hits = _shapes(repo, ids, index=True, threads=("t",))
+    assert hits == 1  # only the head itself: the rest walks
+    saver = StateVCSSaver(repo)
+    for n in range(2):
+        cid = checkpoint_uuid(1100 + n)
+        _put(saver, ids[-1], cid, n)
+        ids.append(cid)
+    got, hits = _shapes(repo, ids, index=True, threads=("t",))
+    expected, _ = _shapes(repo, ids, index=False, threads=("t",))
+    assert hits == len(ids) + 1  # and the unknown id: the index shows it is not there
+    assert all(exact(a, b) for a, b in zip(got, expected, strict=True))
+    assert repo.fsck().ok, repo.fsck().problems

@@ -880,11 +880,6 @@ def _gap(
     return line if below == (top.commit_at(len(top) - 1),) else None
 
 
-LINEAGE_WALK_LIMIT = 100_000
-"""A writer whose parent's history has no lineage index within this many commits (a thread
-rewritten, or written before indexes) writes none; its lookups walk."""
-
-
 def index_fields(
     repo: Repo, parent: Stored | None, checkpoint_id: str
 ) -> tuple[dict[str, Any], dict[ObjectId, bytes]]:
@@ -927,28 +922,33 @@ def index_fields(
 def _gather(
     db: ObjectDatabase, parent: Stored
 ) -> tuple[ObjectId | None, list[str], list[ObjectId]] | None:
-    """The index below ``parent``'s history's nearest indexed commit and the keys and commits
-    above it up to ``parent``, oldest first (``None``: the history cannot be indexed)."""
+    """The index below ``parent``'s history's nearest usable index and the keys and commits
+    above it up to ``parent``, oldest first (``None``: the history cannot be indexed).
+
+    A history with no usable index (written before indexes, rewritten, or its segments
+    collected) is read down to its root once, in batches; the index then covers it all.
+    """
     walked: list[tuple[ObjectId, CommitObject]] = []
-    current: tuple[ObjectId, CommitObject] | None = (parent.commit_id, parent.commit)
+    current: ObjectId | None = parent.commit_id
+    commit: CommitObject = parent.commit
     segment_id: ObjectId | None = None
+    graph: CommitGraph | None = None
     while current is not None:
-        commit_id, commit = current
         fields = fields_of(commit.metadata, INFO)
         if fields is not None:
-            segment_id, gap = fields
-            top = read_segment(db, segment_id) if segment_id is not None else None
-            if segment_id is not None and top is None:
-                return None
-            line = _gap(db, commit_id, gap, top)
-            if line is None:
-                return None
-            walked.extend(line)
-            break
-        if len(commit.parents) > 1 or len(walked) >= LINEAGE_WALK_LIMIT:
+            top = read_segment(db, fields[0]) if fields[0] is not None else None
+            line = _gap(db, current, fields[1], top) if fields[0] is None or top else None
+            if line is not None:
+                segment_id = fields[0]
+                walked.extend(line)
+                break
+        if len(commit.parents) > 1:
             return None
-        walked.append(current)
-        current = (commit.parents[0], db.load_commit(commit.parents[0])) if commit.parents else None
+        walked.append((current, commit))
+        current = commit.parents[0] if commit.parents else None
+        if current is not None:
+            graph = graph or CommitGraph(db)
+            commit = graph.commit(current)
     keys: list[str] = []
     for _, commit in walked:
         key = key_of(commit.metadata, INFO)
