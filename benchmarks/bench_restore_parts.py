@@ -83,6 +83,7 @@ def print_table(title: str, rows: list[tuple[str, float]], peer: tuple[str, floa
 
 
 def langgraph(folder: Path, turns: int, rounds: int) -> None:
+    folder.mkdir(parents=True)
     thread = {"configurable": {"thread_id": "bench"}}
     path, sqlite_path = folder / "repo", str(folder / "checkpoints.sqlite")
     connection = sqlite3.connect(sqlite_path, check_same_thread=False)
