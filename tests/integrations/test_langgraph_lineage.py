@@ -405,3 +405,19 @@ def test_a_history_without_a_usable_index_is_indexed_again_by_the_next_put(
     assert hits == len(ids) + 1  # and the unknown id: the index shows it is not there
     assert all(exact(a, b) for a, b in zip(got, expected, strict=True))
     assert repo.fsck().ok, repo.fsck().problems
+
+
+def test_a_fresh_handle_on_s3_finds_an_early_checkpoint_through_the_index(s3_url: str) -> None:
+    with statevcs.Repo.init(s3_url) as repo:
+        ids = _line(repo, 140)
+        expected = _tuple_shape(StateVCSSaver(repo).get_tuple(config_of("t", "", ids[9])))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(lg_store, "find_by_index", lambda *_: None)
+            walked = _tuple_shape(StateVCSSaver(repo).get_tuple(config_of("t", "", ids[9])))
+        assert exact(expected, walked)
+    with statevcs.Repo.open(s3_url) as fresh:
+        saver = StateVCSSaver(fresh)
+        got = _tuple_shape(saver.get_tuple(config_of("t", "", ids[9])))
+        assert saver._counts["lineage index hits"] == 1
+        assert exact(got, expected)
+        assert saver.get_tuple(config_of("t", "", UNKNOWN)) is None
