@@ -160,6 +160,8 @@ def parse_segment(data: bytes) -> Segment | None:
 
 _PARSED: weakref.WeakKeyDictionary[ObjectDB, dict[ObjectId, Segment]] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
+_CACHED_ENTRIES = 100_000
+"""Entries of decoded segments one object database keeps (about 10 MB)."""
 
 
 def read_segment(db: ObjectDB, segment_id: ObjectId) -> Segment | None:
@@ -176,8 +178,8 @@ def read_segment(db: ObjectDB, segment_id: ObjectId) -> Segment | None:
     segment = parse_segment(obj.data) if isinstance(obj, Blob) else None
     if segment is not None:
         with _LOCK:
-            if len(known) > 4096:
-                known.clear()
+            if sum(map(len, known.values())) + len(segment) > _CACHED_ENTRIES:
+                known.clear()  # a few MB at most; the next lookups read their segments again
             known[segment_id] = segment
     return segment
 

@@ -830,14 +830,14 @@ def find_by_index(
             hits = looked
         line: list[tuple[ObjectId, CommitObject]] | None = None
         if top is None or checkpoint_id > top.high:
-            # Greater than every indexed id: only the gap (the newest commits) can hold it.
-            line = _gap(db, found.commit_id, gap, top)
-            if line is None:
+            # Greater than every indexed id: only the gap (the newest commits) can hold it,
+            # and its ids grow upwards, so the walk down stops below the id.
+            walked = _gap_walk(db, found, gap, checkpoint_id)
+            if walked is None:
                 return None
-            for number, (commit_id, commit) in enumerate(line):
-                if key_of(commit.metadata, INFO) == checkpoint_id:
-                    targets[commit_id] = None
-                    above[line[number - 1][0]] = None  # number > 0: the head was checked
+            if walked:
+                targets[walked[0]] = None
+                above[walked[1]] = None
             continue
         for hit in hits:
             targets[hit.commit] = None
@@ -861,6 +861,31 @@ def find_by_index(
     if target.checkpoint_id != checkpoint_id:
         return None  # an index that does not match its commits: fsck names it
     return target, folding(children, target)
+
+
+def _gap_walk(
+    db: ObjectDatabase, head: Stored, gap: int, checkpoint_id: str
+) -> tuple[ObjectId, ObjectId] | tuple[()] | None:
+    """``(commit, the commit above it)`` carrying ``checkpoint_id`` in ``head``'s gap, ``()``
+    when none does (``None``: the history is not what the head's fields say)."""
+    child, commit = head.commit_id, head.commit
+    for _ in range(gap - 1):
+        if len(commit.parents) != 1:
+            return None
+        parent_id = commit.parents[0]
+        try:
+            commit = db.load_commit(parent_id)
+        except (MissingObject, CorruptObject):
+            return None
+        key = key_of(commit.metadata, INFO)
+        if key is None:
+            return None
+        if key == checkpoint_id:
+            return parent_id, child
+        if key < checkpoint_id:
+            break
+        child = parent_id
+    return ()
 
 
 def _gap(
