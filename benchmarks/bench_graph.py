@@ -12,7 +12,9 @@ graph did: read commits one batch at a time), "graph" is the chain as written.
   ``is_ancestor(main~(n-10), main)``, checkout of a commit by its id (how a Strands session
   restores a snapshot: the id needs no walk);
 * LangGraph, a ``--turns`` thread on ``StateVCSSaver``: ``graph.get_state`` of turn 10 by
-  checkpoint id on a new saver and handle, against ``SqliteSaver`` doing the same;
+  checkpoint id on a new saver and handle, through the heads' lineage indexes, through the
+  graph's labels alone and by a walk, against ``SqliteSaver`` doing the same (interleaved);
+  on S3 (``--s3-turns``, default 200), the requests and round trips of the same lookup;
 * S3 (a local SeaweedFS): requests and round trips of a cold ``log`` of every commit
   (``cache=none``), and per commit while writing (median and the highest, the commits that
   also wrote the graph).
@@ -21,6 +23,7 @@ graph did: read commits one batch at a time), "graph" is the chain as written.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sqlite3
 import statistics
@@ -28,7 +31,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -176,20 +179,107 @@ def bench_langgraph(folder: Path, turns: int) -> None:
 
     statevcs_lookup()
     sqlite_lookup()
-    after = best_ms(statevcs_lookup)
-    peer = best_ms(sqlite_lookup)
-    restore = without_graph(path)
-    before = best_ms(statevcs_lookup)
-    restore()
+    # Interleaved, best of each: the machine is shared, so ratios come from one stretch.
+    index, peer = [], []
+    for _ in range(3 * ROUNDS):
+        index.append(statevcs_lookup())
+        peer.append(sqlite_lookup())
+    with without_lineage_index():
+        labels = best_ms(statevcs_lookup)
+        restore = without_graph(path)
+        walk = best_ms(statevcs_lookup)
+        restore()
+    best, peer_ms = min(index) * 1000, min(peer) * 1000
     table(
         f"LangGraph get_state of turn 10 by checkpoint id, {turns:,} turns, fresh saver (ms)",
         ["saver", "time", "vs SqliteSaver"],
         [
-            ["StateVCSSaver, no graph", f"{before:.2f}", f"{before / peer:.2f}x"],
-            ["StateVCSSaver, graph", f"{after:.2f}", f"{after / peer:.2f}x"],
-            ["SqliteSaver", f"{peer:.2f}", "1.00x"],
+            [
+                "StateVCSSaver, walk (no lineage index, no graph)",
+                f"{walk:.2f}",
+                f"{walk / peer_ms:.2f}x",
+            ],
+            ["StateVCSSaver, graph labels", f"{labels:.2f}", f"{labels / peer_ms:.2f}x"],
+            ["StateVCSSaver, lineage index", f"{best:.2f}", f"{best / peer_ms:.2f}x"],
+            ["SqliteSaver", f"{peer_ms:.2f}", "1.00x"],
         ],
     )
+
+
+@contextlib.contextmanager
+def without_lineage_index() -> Iterator[None]:
+    """Lookups by checkpoint id without the heads' lineage indexes (what the graph alone does)."""
+    from statevcs.integrations.langgraph import store as lg_store
+
+    real = lg_store.find_by_index
+    lg_store.find_by_index = lambda *_: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        lg_store.find_by_index = real
+
+
+def bench_langgraph_s3(folder: Path, turns: int) -> None:
+    """A fresh handle's get_state of turn 10 by checkpoint id on S3, cache=none: requests and
+    round trips with the lineage index, the graph's labels alone, and a walk."""
+    import peers
+    from bench_s3 import REQUESTS
+    from langchain_core.messages import HumanMessage
+    from seaweedfs import SeaweedFS, credentials
+
+    from statevcs.integrations.langgraph import StateVCSSaver
+
+    os.environ.update(credentials())
+    os.environ["STATEVCS_CACHE_DIR"] = str(folder / "cache-langgraph")
+    REQUESTS.install()
+    server = SeaweedFS()
+    server.start()
+    thread = {"configurable": {"thread_id": "bench"}}
+    try:
+        url = server.url(f"bench/{uuid.uuid4().hex}")
+        ids = []
+        with statevcs.Repo.init(url) as repo:
+            graph = peers.build_graph("add_messages", StateVCSSaver(repo))
+            for turn in range(1, turns + 1):
+                message = HumanMessage(content=peers.user_text(turn), id=f"u{turn}")
+                graph.invoke({"messages": [message]}, thread, durability="sync")
+                ids.append(graph.get_state(thread).config["configurable"]["checkpoint_id"])
+        config = {"configurable": {"thread_id": "bench", "checkpoint_id": ids[9]}}
+
+        def cold() -> dict[str, float]:
+            with statevcs.Repo.open(f"{url}&cache=none") as fresh:
+                graph = peers.build_graph("add_messages", StateVCSSaver(fresh))
+                with REQUESTS.counting() as counted:
+                    start = time.perf_counter()
+                    values = graph.get_state(config).values
+                    counted["time"] = time.perf_counter() - start
+            assert len(values["messages"]) == 20
+            return counted
+
+        rows = []
+        found = cold()
+        rows.append(["lineage index", found])
+        with without_lineage_index():
+            rows.append(["graph labels", cold()])
+            restore = without_graph(url)
+            rows.append(["walk", cold()])
+            restore()
+        table(
+            f"S3 (SeaweedFS) get_state of turn 10 by checkpoint id, {turns:,} turns, new "
+            "handle, cache=none",
+            ["StateVCSSaver", "requests", "round trips", "ms"],
+            [
+                [
+                    name,
+                    f"{c['requests']:.0f}",
+                    f"{c['round_trips']:.0f}",
+                    f"{c['time'] * 1000:.0f}",
+                ]
+                for name, c in rows
+            ],
+        )
+    finally:
+        server.stop()
 
 
 # --- S3 -----------------------------------------------------------------------------------
@@ -263,6 +353,9 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--no-s3", action="store_true")
     parser.add_argument("--no-langgraph", action="store_true")
+    parser.add_argument(
+        "--s3-turns", type=int, default=200, help="turns of the LangGraph thread on S3"
+    )
     args = parser.parse_args()
     if args.commits < 20 or args.turns < 10:
         parser.error("--commits must be at least 20 and --turns at least 10")
@@ -277,6 +370,8 @@ def main() -> None:
             bench_langgraph(folder, args.turns)
         if not args.no_s3:
             bench_s3(folder, args.commits)
+            if not args.no_langgraph:
+                bench_langgraph_s3(folder, min(args.turns, args.s3_turns))
 
 
 if __name__ == "__main__":

@@ -2,12 +2,15 @@
 
 A 1,000-turn ``add_messages`` thread (the peer benchmark's W1 graph) is written through
 ``StateVCSSaver`` to a SQLite repository; then one saver, as a server process would keep it,
-answers ``graph.get_state`` for old checkpoints. The first deep lookup walks the thread's
-commits and leaves an index in the saver; later ones use it until another handle moves the
-thread. One command, one table::
+answers ``graph.get_state`` for old checkpoints. The thread's head names a lineage index of
+its history (statevcs.idindex): a lookup reads a few objects, on this saver, after another
+handle's step, and on a new handle alike. ``--walk`` turns the lineage index off (the
+commit graph's labels and the saver's in-memory index of a walk answer instead). One
+command, one table::
 
     python benchmarks/bench_langgraph_lookup.py            # 1,000 turns, about 20 s
     python benchmarks/bench_langgraph_lookup.py --turns 50
+    python benchmarks/bench_langgraph_lookup.py --walk     # without lineage indexes
 """
 
 from __future__ import annotations
@@ -47,7 +50,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=1000, help="turns in the thread")
     parser.add_argument("--lookups", type=int, default=20, help="later lookups to time")
+    parser.add_argument("--walk", action="store_true", help="without lineage indexes")
     args = parser.parse_args()
+    if args.walk:
+        from statevcs.integrations.langgraph import store as lg_store
+
+        lg_store.find_by_index = lambda *_: None  # type: ignore[assignment]
     random.seed(7)
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "repo"
@@ -76,15 +84,20 @@ def main() -> None:
             moved = _ms(lambda: graph.get_state(_at(old)))
             fresh_graph = peers.build_graph("add_messages", StateVCSSaver(repo))
             fresh = _ms(lambda: fresh_graph.get_state(_at(old)))
+        with statevcs.Repo.open(path) as new_repo:
+            new_graph = peers.build_graph("add_messages", StateVCSSaver(new_repo))
+            new_handle = _ms(lambda: new_graph.get_state(_at(old)))
     rows = [
-        (f"first lookup of an early checkpoint (walks {len(ids):,} commits)", first),
+        (f"first lookup of an early checkpoint ({len(ids):,} checkpoints)", first),
         (f"later lookups of older half, median of {args.lookups}", later),
         ("the early checkpoint again", again),
-        ("after another handle's step (walks again)", moved),
-        ("a new saver on the same repository (walks)", fresh),
+        ("after another handle's step", moved),
+        ("a new saver on the same handle", fresh),
+        ("a new saver on a new handle", new_handle),
     ]
     print("# Time travel in one long-lived StateVCSSaver (graph.get_state by checkpoint id)")
-    print(f"command: python benchmarks/bench_langgraph_lookup.py --turns {args.turns}")
+    walk = " --walk" if args.walk else ""
+    print(f"command: python benchmarks/bench_langgraph_lookup.py --turns {args.turns}{walk}")
     print()
     width = max(len(name) for name, _ in rows)
     print(f"| {'lookup'.ljust(width)} | time (ms) |")

@@ -26,6 +26,8 @@ from typing import Any
 
 from .errors import CorruptObject, StateVCSError
 from .hashing import ID_SIZE, ObjectId, from_hex, to_hex
+from .idindex import check_lineage_indexes, index_objects
+from .objectdb import ObjectDB
 from .objects import (
     Blob,
     CommitObject,
@@ -632,8 +634,10 @@ def _replace_damaged(store: Store, objects: Mapping[ObjectId, bytes]) -> None:
 
 
 def chain_objects(store: Store) -> set[ObjectId]:
-    """The segments the chain names (gc keeps them and, through them, their data)."""
-    return set(read_chain(store))
+    """The derived objects gc keeps without letting them keep commits alive: the segments the
+    chain names (and, through them, their data) and the lineage-index segments the refs'
+    commits name (:func:`statevcs.idindex.index_objects`)."""
+    return set(read_chain(store)) | index_objects(store)
 
 
 # --- checking ----------------------------------------------------------------------------
@@ -641,7 +645,13 @@ def chain_objects(store: Store) -> set[ObjectId]:
 
 def check_graph(store: Store) -> list[str]:
     """Problems in the commit graph: a segment missing or damaged, a commit it names gone from
-    the store, or any recorded field that differs from the commit's own bytes."""
+    the store, or any recorded field that differs from the commit's own bytes; and in the
+    lineage indexes the refs' commits name."""
+    problems = check_lineage_indexes(store, ObjectDB(store))
+    return problems + _check_chain(store)
+
+
+def _check_chain(store: Store) -> list[str]:
     value = store.config_get(CHAIN_KEY)
     if not value:
         return []

@@ -28,6 +28,7 @@ from typing import Any
 from .errors import CorruptObject
 from .hashing import ObjectId, from_hex, to_hex
 from .history import CommitGraph, topological_order
+from .idindex import without_index
 from .objectdb import CURRENT_FORMAT, FORMAT_KEY, UPGRADE_MAP_KEY
 from .objects import (
     PACKED_SNAPSHOT_FORMAT,
@@ -128,13 +129,17 @@ class _Upgrader:
             snapshot, state_codec=snap.state_codec, base=base, raw_state=True
         )
         self.lists[commit_id] = (written.messages, ids)
+        parents = tuple(self.mapped.get(p, p) for p in commit.parents)
         new_commit = CommitObject(
             snapshot=written.snapshot_id,
-            parents=tuple(self.mapped.get(p, p) for p in commit.parents),
+            parents=parents,
             author=commit.author,
             timestamp_us=commit.timestamp_us,
             message=commit.message,
-            metadata=commit.metadata,
+            # A lineage index names the old commits: on new parents it would not describe them.
+            metadata=commit.metadata
+            if parents == commit.parents
+            else without_index(commit.metadata),
         )
         new_id, encoded = encode_with_id(new_commit)
         self.encoder.put({**written.objects, new_id: encoded})

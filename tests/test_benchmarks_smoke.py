@@ -152,7 +152,7 @@ def test_the_lookup_benchmark_prints_its_table_and_leaves_no_files(tmp_path: Pat
     scratch = tmp_path / "scratch"
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| ")][1:]
-    assert len(rows) == 5
+    assert len(rows) == 6
     for row in rows:
         assert re.fullmatch(r"[\d.]+", row.rstrip(" |").rsplit("|", 1)[1].strip()), row
     assert list(scratch.iterdir()) == []
@@ -267,7 +267,31 @@ def test_the_commit_graph_benchmark_prints_every_table(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    for title in ("### SQLite", "### LangGraph", "### S3 (SeaweedFS) cold log", "### S3 round"):
+    for title in (
+        "### SQLite",
+        "### LangGraph",
+        "### S3 (SeaweedFS) cold log",
+        "### S3 round",
+        "### S3 (SeaweedFS) get_state of turn 10",
+    ):
         assert title in out, out
+    assert "| StateVCSSaver, lineage index |" in out
     resolve = next(line for line in out.splitlines() if line.startswith("| resolve main~20"))
     assert resolve.count("|") == 5
+
+
+def test_the_restore_parts_benchmark_prints_both_tables(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        "--turns",
+        "10",
+        "--rounds",
+        "1",
+        script=ROOT / "benchmarks" / "bench_restore_parts.py",
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "### LangGraph get_state of turn 10" in out and "### Strands restore of turn 10" in out
+    assert "| - find the commit (lineage index) |" in out
+    assert "| - read the snapshot (core) |" in out
+    assert list((tmp_path / "scratch").iterdir()) == []

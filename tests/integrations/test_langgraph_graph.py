@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import statevcs
 from statevcs.commitgraph import CHAIN_KEY, forget
 from statevcs.integrations.langgraph import StateVCSSaver
+from statevcs.integrations.langgraph import store as lg_store
 
 from .langgraph_support import checkpoint, checkpoint_uuid, exact, thread
 from .test_langgraph_index import _tuple_shape
@@ -30,12 +31,15 @@ _STEPS = st.lists(
 
 
 def _lookups(repo: statevcs.Repo, ids: list[str], graph: bool) -> tuple[list[Any], int]:
-    """Every id looked up in each thread by a fresh saver, with or without the graph."""
+    """Every id looked up in each thread by a fresh saver, with or without the graph (never
+    through lineage indexes: test_langgraph_lineage checks those)."""
     chain = repo.store.config_get(CHAIN_KEY)
     if not graph:
         repo.store.config_set(CHAIN_KEY, None)
     forget(repo.store)
     saver = StateVCSSaver(repo)
+    patch = pytest.MonkeyPatch()
+    patch.setattr(lg_store, "find_by_index", lambda *_: None)
     try:
         shapes = [
             _tuple_shape(
@@ -47,6 +51,7 @@ def _lookups(repo: statevcs.Repo, ids: list[str], graph: bool) -> tuple[list[Any
             for cid in [*ids, "1ef99999-0000-6000-8000-000000000000"]
         ]
     finally:
+        patch.undo()
         repo.store.config_set(CHAIN_KEY, chain)
         forget(repo.store)
     return shapes, saver._counts["graph hits"]
@@ -113,8 +118,7 @@ def test_lookups_by_label_match_the_walk(steps: list[tuple[str, int]]) -> None:
 def test_a_fresh_saver_finds_an_old_checkpoint_without_a_walk(
     monkeypatch: pytest.MonkeyPatch, stale: bool
 ) -> None:
-    from statevcs.integrations.langgraph import store as lg_store
-
+    monkeypatch.setattr(lg_store, "find_by_index", lambda *_: None)  # the labels alone
     repo = statevcs.Repo.init("memory://")
     saver = StateVCSSaver(repo)
     previous = None

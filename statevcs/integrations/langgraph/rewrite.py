@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from ...commitfields import canonical_metadata
 from ...hashing import ObjectId
+from ...idindex import GAP_FIELD, INDEX_FIELD
 from ...objects import CommitObject
 from ...objects import decode as decode_object
 from ...repo import Repo
@@ -241,6 +242,11 @@ def _rebuild(
                 was = bool(before) and before[0] in commits and _id(commits, before[0]) == named
                 if not (was and parent is not None and _id(commits, parent, new) == named):
                     del info[store.FOLDED]
+            if parents != commit.parents:
+                # A lineage index describes the history the commit had: a moved commit has
+                # none (its children write a new one).
+                info.pop(INDEX_FIELD, None)
+                info.pop(GAP_FIELD, None)
             if bound > checkpoint_id:
                 info["max_id"] = bound
             else:

@@ -271,6 +271,10 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         if index is not None:
             self._counts["index hits"] += 1
             return index.find(self.repo, checkpoint_id)
+        indexed = store.find_by_index(self.repo, heads, checkpoint_id)
+        if indexed is not None:
+            self._counts["lineage index hits"] += 1
+            return indexed
         labelled = store.find_by_label(self.repo, heads, checkpoint_id)
         if labelled is not None:
             self._counts["graph hits"] += 1
@@ -893,6 +897,8 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             bound = store.id_bound(parent)
             if bound > checkpoint["id"]:
                 info["max_id"] = bound
+        index_fields, index_objects = store.index_fields(repo, parent, checkpoint["id"])
+        info.update(index_fields)
         commit, in_commit = store.checkpoint_commit(
             repo,
             parents=(parent.commit_id,) if parent is not None else (),
@@ -921,6 +927,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         built = store.encode_commit(
             repo, snapshot, state_codec=codec, base=base, previous=previous, commit=commit
         )
+        built.objects.update(index_objects)
         return built, prints, len(new_docs) if base is not None and new_docs is not None else None
 
     def _appended(

@@ -31,11 +31,24 @@ from typing import Any, overload
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from ... import idindex
 from ...commitfields import canonical_metadata, check_text, timestamp_us
 from ...commitgraph import label
-from ...errors import CorruptObject, SerializationError, StateVCSError
+from ...errors import CorruptObject, MissingObject, SerializationError, StateVCSError
 from ...hashing import ObjectId, hash_bytes, to_hex
 from ...history import CommitGraph, is_ancestor, walk
+from ...idindex import (
+    GAP_FIELD,
+    INDEX_FIELD,
+    Hit,
+    Segment,
+    extend,
+    fields_of,
+    key_of,
+    lookup,
+    read_segment,
+    walk_line,
+)
 from ...objects import CommitObject, SnapshotObject, encode_doc
 from ...plumbing import ObjectDatabase
 from ...repo import Repo
@@ -780,6 +793,198 @@ def find_by_label(
         return (None, []) if not reachable else None
     target = stored(reachable[0], graph.commit(reachable[0]))
     return target, folding([k for k in above if k.commit.parents[0] == target.commit_id], target)
+
+
+def find_by_index(
+    repo: Repo, heads: Heads, checkpoint_id: str
+) -> tuple[Stored | None, list[Stored]] | None:
+    """:func:`find_or_index`'s checkpoint and folding commits from the heads' lineage indexes
+    (:mod:`statevcs.idindex`): a few reads, no walk. ``None`` when they cannot decide (a head
+    without an index, a segment unreadable, the id on two commits), then look elsewhere.
+
+    A commit found in a head's index is in that head's history: the index is part of the
+    head's own bytes, written from that history. The commit above it (its child in that
+    history) is the only one that can fold its writes there.
+    """
+    head_ids = heads.commits()
+    if not head_ids:
+        return None
+    db = repo.objects
+    try:
+        found_heads = [load(db, h) for h in head_ids]
+    except NotACheckpoint:
+        return None
+    for found in found_heads:
+        if found.checkpoint_id == checkpoint_id:
+            return found, []
+    targets: dict[ObjectId, None] = {}
+    above: dict[ObjectId, None] = {}
+    for found in found_heads:
+        fields = fields_of(found.commit.metadata, INFO)
+        if fields is None:
+            return None
+        segment_id, gap = fields
+        hits: list[Hit] = []
+        top = read_segment(db, segment_id) if segment_id is not None else None
+        if segment_id is not None:
+            looked = lookup(db, segment_id, checkpoint_id) if top is not None else None
+            if looked is None:
+                return None
+            hits = looked
+        line: list[tuple[ObjectId, CommitObject]] | None = None
+        if top is None or checkpoint_id > top.high:
+            # Greater than every indexed id: only the gap (the newest commits) can hold it,
+            # and its ids grow upwards, so the walk down stops below the id.
+            walked = _gap_walk(db, found, gap, checkpoint_id)
+            if walked is None:
+                return None
+            if walked:
+                targets[walked[0]] = None
+                above[walked[1]] = None
+            continue
+        for hit in hits:
+            targets[hit.commit] = None
+            if hit.above is not None:
+                above[hit.above] = None
+                continue
+            line = line or _gap(db, found.commit_id, gap, top)
+            if line is None:
+                return None
+            above[line[-1][0]] = None
+    if len(targets) > 1:
+        return None
+    if not targets:
+        return None, []
+    try:
+        db.load_many([*targets, *above])  # one read for the checkpoint and its children
+        target = load(db, next(iter(targets)))
+        children = [load(db, c) for c in above]
+    except (NotACheckpoint, MissingObject, CorruptObject):
+        return None
+    if target.checkpoint_id != checkpoint_id:
+        return None  # an index that does not match its commits: fsck names it
+    return target, folding(children, target)
+
+
+def _gap_walk(
+    db: ObjectDatabase, head: Stored, gap: int, checkpoint_id: str
+) -> tuple[ObjectId, ObjectId] | tuple[()] | None:
+    """``(commit, the commit above it)`` carrying ``checkpoint_id`` in ``head``'s gap, ``()``
+    when none does (``None``: the history is not what the head's fields say)."""
+    child, commit = head.commit_id, head.commit
+    for _ in range(gap - 1):
+        if len(commit.parents) != 1:
+            return None
+        parent_id = commit.parents[0]
+        try:
+            commit = db.load_commit(parent_id)
+        except (MissingObject, CorruptObject):
+            return None
+        key = key_of(commit.metadata, INFO)
+        if key is None:
+            return None
+        if key == checkpoint_id:
+            return parent_id, child
+        if key < checkpoint_id:
+            break
+        child = parent_id
+    return ()
+
+
+def _gap(
+    db: ObjectDatabase, head: ObjectId, gap: int, top: Segment | None
+) -> list[tuple[ObjectId, CommitObject]] | None:
+    """The ``gap`` commits of ``head``'s history above its index's base, newest first
+    (``None``: the history does not end on the base as the index says)."""
+    try:
+        line = walk_line(db.load_commit, head, gap)
+    except (MissingObject, CorruptObject):
+        return None
+    if line is None:
+        return None
+    below = line[-1][1].parents
+    if top is None:
+        return line if not below else None
+    return line if below == (top.commit_at(len(top) - 1),) else None
+
+
+def index_fields(
+    repo: Repo, parent: Stored | None, checkpoint_id: str
+) -> tuple[dict[str, Any], dict[ObjectId, bytes]]:
+    """The lineage-index fields of a new checkpoint commit on ``parent`` (its info's ``ix``
+    and ``ixn``) and the segment objects to store with it (see :mod:`statevcs.idindex`).
+
+    The parent's index is carried over while its gap is short and ids keep growing;
+    otherwise a new segment covers everything up to the parent. Empty fields: no index (an
+    id not greater than those indexed, or a history that cannot be read).
+    """
+    if parent is None:
+        return {GAP_FIELD: 1}, {}
+    fields = fields_of(parent.commit.metadata, INFO)
+    if (
+        fields is not None
+        and fields[1] < idindex.SEGMENT_SIZE
+        and checkpoint_id > parent.checkpoint_id
+    ):
+        segment_id, gap = fields
+        carried: dict[str, Any] = {GAP_FIELD: gap + 1}
+        if segment_id is not None:
+            carried[INDEX_FIELD] = to_hex(segment_id)
+        return carried, {}
+    try:
+        gathered = _gather(repo.objects, parent)
+    except (MissingObject, CorruptObject):
+        return {}, {}
+    if gathered is None:
+        return {}, {}
+    segment_id, keys, commits = gathered
+    extended = extend(repo.objects, segment_id, keys, commits)
+    if extended is None:
+        return {}, {}
+    new_id, objects, high = extended
+    if checkpoint_id <= high:
+        return {}, {}
+    return {INDEX_FIELD: to_hex(new_id), GAP_FIELD: 1}, objects
+
+
+def _gather(
+    db: ObjectDatabase, parent: Stored
+) -> tuple[ObjectId | None, list[str], list[ObjectId]] | None:
+    """The index below ``parent``'s history's nearest usable index and the keys and commits
+    above it up to ``parent``, oldest first (``None``: the history cannot be indexed).
+
+    A history with no usable index (written before indexes, rewritten, or its segments
+    collected) is read down to its root once, in batches; the index then covers it all.
+    """
+    walked: list[tuple[ObjectId, CommitObject]] = []
+    current: ObjectId | None = parent.commit_id
+    commit: CommitObject = parent.commit
+    segment_id: ObjectId | None = None
+    graph: CommitGraph | None = None
+    while current is not None:
+        fields = fields_of(commit.metadata, INFO)
+        if fields is not None:
+            top = read_segment(db, fields[0]) if fields[0] is not None else None
+            line = _gap(db, current, fields[1], top) if fields[0] is None or top else None
+            if line is not None:
+                segment_id = fields[0]
+                walked.extend(line)
+                break
+        if len(commit.parents) > 1:
+            return None
+        walked.append((current, commit))
+        current = commit.parents[0] if commit.parents else None
+        if current is not None:
+            graph = graph or CommitGraph(db)
+            commit = graph.commit(current)
+    keys: list[str] = []
+    for _, commit in walked:
+        key = key_of(commit.metadata, INFO)
+        if key is None:
+            return None
+        keys.append(key)
+    keys.reverse()
+    return segment_id, keys, [c for c, _ in reversed(walked)]
 
 
 def _info(graph: CommitGraph, commit_id: ObjectId) -> dict[str, Any]:
