@@ -382,7 +382,8 @@ class TrackedDecoder:
         return tracked
 
 
-_LEAVES = frozenset({str, int, float, bool, bytes, type(None)})
+# ExtType is a namedtuple that msgpack packs as an ext value: kept as it is, never a tuple.
+_LEAVES = frozenset({str, int, float, bool, bytes, type(None), msgpack.ExtType, msgpack.Timestamp})
 
 
 def _track(value: Any, guard: _Guard) -> Any:
@@ -464,9 +465,37 @@ def _adopt(tracked: TrackedMessages, start: int, end: int) -> None:
         message = tracked[index]
         if type(message) in (TrackedDict, TrackedList):
             guard = message._guard
-            if guard.index == index and guard.owner() is tracked:
-                continue  # already reports to this position
+            if guard.index == index and guard.owner() is tracked and _all_guarded(message, guard):
+                continue  # already reports to this position, nested levels included
         list.__setitem__(tracked, index, _track_message(message, _Guard(owner, index)))
+
+
+def _all_guarded(message: Any, guard: _Guard) -> bool:
+    """Whether every dict and list inside ``message`` is tracked and reports to ``guard``.
+
+    A changed message can hold a plain container put into it since the last sync (or a tracked
+    one of another message): its later edits would go unseen, so the message is tracked again.
+    O(size of the message), as encoding it is.
+    """
+    stack = [message]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind in _LEAVES:
+            continue
+        if kind is TrackedDict:
+            if item._guard is not guard:
+                return False
+            stack.extend(item.values())
+        elif kind is TrackedList:
+            if item._guard is not guard:
+                return False
+            stack.extend(item)
+        elif isinstance(item, (dict, list, bytearray, memoryview)):
+            return False  # a plain (or foreign) container: _track copies it
+        elif isinstance(item, tuple):
+            stack.extend(item)
+    return True
 
 
 @dataclass(eq=False)
