@@ -423,3 +423,71 @@ def test_odd_but_valid_packed_messages_decode_alike_on_both_paths(payload: bytes
 
 def test_statevcs_exports_what_these_tests_use() -> None:
     assert statevcs.tracked_messages is tracked_messages
+
+
+# --- Strands Agent --------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=8,
+)
+strands_messages = st.lists(
+    st.builds(
+        lambda role, text, name, tool_input: {
+            "role": role,
+            "content": [
+                {"text": text},
+                {"toolUse": {"toolUseId": f"t-{name}", "name": name, "input": tool_input}},
+            ],
+        },
+        st.sampled_from(["user", "assistant"]),
+        st.text(max_size=8),
+        st.sampled_from(["search", "remember"]),
+        st.dictionaries(st.text(max_size=4), json_values, max_size=3),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+def _agent() -> Any:
+    from strands import Agent
+
+    from statevcs.integrations.strands.testing import ScriptedModel
+
+    return Agent(model=ScriptedModel([]), callback_handler=None, system_prompt="Plan trips.")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    messages=strands_messages,
+    big=st.booleans(),
+    storage_format=st.sampled_from([1, 2]),
+    choice=st.integers(0, 10_000),
+    op=st.integers(0, 7),
+)
+def test_a_strands_agent_checkout_gives_back_what_was_committed_and_commits_every_edit(
+    messages: list[Any], big: bool, storage_format: int, choice: int, op: int
+) -> None:
+    if big:
+        messages = [*messages, copy.deepcopy(BIG)]
+    repo = Repo.init("memory://", storage_format=storage_format)
+    source = _agent()
+    source.messages = copy.deepcopy(messages)
+    repo.commit(source, "committed")
+    agent = _agent()
+    repo.checkout(agent, "main")
+    assert exact(plain(agent.messages), messages)
+    check_tracked(agent.messages, agent.messages)
+    loose: dict[str, Any] = {"messages": []}
+    repo.checkout(loose, "main")  # the same commit into a plain dict: the same values
+    assert exact(loose["messages"], plain(agent.messages))
+    before = {i for i, _ in repo.store.iter_objects()}
+    repo.commit(agent, "untouched")
+    assert new_ids(repo, before) == []
+    for step in range(2):
+        if edit_at(agent.messages, choice // (step + 1), op + step):
+            expected = plain(agent.messages)
+            repo.commit(agent, f"edit {step}")
+            assert exact(repo.show("main").messages, expected)
