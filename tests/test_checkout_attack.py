@@ -22,7 +22,15 @@ from hypothesis import strategies as st
 import statevcs
 from statevcs import CorruptObject, Repo, Snapshot, objectdb, tracked_messages
 from statevcs.hashing import hash_bytes
-from statevcs.objects import DOC_PREFIX, Doc, ListNode, encode_with_id
+from statevcs.objects import (
+    DOC_PREFIX,
+    CommitObject,
+    Doc,
+    ListNode,
+    MapNode,
+    SnapshotObject,
+    encode_with_id,
+)
 from statevcs.tracking import TrackedDecoder, TrackedDict, TrackedList, TrackedMessages, new_tracked
 
 values = st.recursive(
@@ -402,7 +410,7 @@ def test_a_hostile_packed_message_is_corrupt_on_every_path(name: str) -> None:
         msgpack.packb({"t": msgpack.ExtType(5, b"xy")}),
         msgpack.packb([msgpack.Timestamp(1, 2)]),
         msgpack.packb({None: 1, 1.5: [2], b"k": {}}),
-        b"\x91" * 400 + b"\xc0",
+        b"\x91" * 150 + b"\xc0",
     ],
 )
 def test_odd_but_valid_packed_messages_decode_alike_on_both_paths(payload: bytes) -> None:
@@ -423,6 +431,80 @@ def test_odd_but_valid_packed_messages_decode_alike_on_both_paths(payload: bytes
 
 def test_statevcs_exports_what_these_tests_use() -> None:
     assert statevcs.tracked_messages is tracked_messages
+
+
+def _commit_hostile_leaf(repo: Repo, payloads: list[bytes], branch: str) -> None:
+    """Commit on ``branch`` a snapshot whose messages are one packed leaf holding ``payloads``."""
+    out: dict[bytes, bytes] = {}
+    ids = tuple(hash_bytes(DOC_PREFIX + p) for p in payloads)
+    root, data = encode_with_id(ListNode(0, ids, (), tuple(payloads)))
+    out[root] = data
+    empty = MapNode((), ())
+    snapshot, data = encode_with_id(SnapshotObject("dict", root, (), empty, empty, "json"))
+    out[snapshot] = data
+    parent = bytes.fromhex(repo.resolve("main"))
+    commit, data = encode_with_id(CommitObject(snapshot, (parent,), "crafted", 0, "leaf", {}))
+    out[commit] = data
+    repo.store.put_many(out)
+    repo.store.set_ref(f"refs/heads/{branch}", commit)
+
+
+def _holders() -> list[tuple[str, Any, Any]]:
+    """(name, object to check out into, its messages) for every checkout path."""
+    tracked: dict[str, Any] = {"messages": tracked_messages([{"keep": 1}]), "n": 0}
+    loose: dict[str, Any] = {"messages": [{"keep": 1}], "n": 0}
+    snap = Snapshot.model_construct(
+        kind="dict", messages=tracked_messages([{"keep": 1}]), state={}, extras={}
+    )
+    agent = _agent()
+    agent.messages = [{"keep": 1}]
+    return [
+        ("agent", agent, lambda: agent.messages),
+        ("tracked", tracked, lambda: tracked["messages"]),
+        ("plain", loose, lambda: loose["messages"]),
+        ("snapshot", snap, lambda: snap.messages),
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_hostile_packed_message_fails_every_checkout_alike_and_changes_nothing(
+    name: str,
+) -> None:
+    repo = Repo.init("memory://", storage_format=2)
+    repo.commit({"messages": [{"role": "user"}]})
+    good = msgpack.packb({"role": "user", "content": "fine"})
+    _commit_hostile_leaf(repo, [good, HOSTILE[name], good], "hostile")
+    errors = set()
+    for handle in (repo, Repo.open(repo.url) if not repo.url.startswith("memory") else repo):
+        for path, holder, messages in _holders():
+            with pytest.raises(CorruptObject) as caught:
+                handle.checkout(holder, "hostile")
+            # The same object named on every path (msgpack's own words may name TrackedList).
+            errors.add(str(caught.value).split(":")[0])
+            assert plain(messages()) == [{"keep": 1}], path  # left as it was
+    assert len(errors) == 1
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"\x82\xa1a\x01\xa1a\x02",  # duplicate keys: the last wins, on every path
+        msgpack.packb({"t": msgpack.ExtType(5, b"xy"), "s": msgpack.Timestamp(3, 4)}),
+        msgpack.packb({None: 1, 1.5: [2], b"k": {}}),
+        b"\x91" * 150 + b"\xc0",
+    ],
+)
+def test_odd_but_valid_packed_messages_check_out_alike_on_every_path(payload: bytes) -> None:
+    repo = Repo.init("memory://", storage_format=2)
+    repo.commit({"messages": [{"role": "user"}]})
+    _commit_hostile_leaf(repo, [payload, payload], "odd")
+    want = [msgpack.unpackb(payload, strict_map_key=False)] * 2
+    for _path, holder, messages in _holders():
+        repo.checkout(holder, "odd")
+        assert exact(plain(messages()), want)
+        if type(messages()) is TrackedMessages:
+            check_tracked(messages(), messages())
+            assert messages()[0] is not messages()[1]
 
 
 # --- Strands Agent --------------------------------------------------------------------------
