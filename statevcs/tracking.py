@@ -36,13 +36,16 @@ UNCHANGED = 1 << 62
 class _Guard:
     """Reports in-place edits of one message to the list that holds it at ``index``."""
 
-    __slots__ = ("index", "owner")
+    __slots__ = ("edited", "index", "owner")
 
     def __init__(self, owner: weakref.ref[TrackedMessages], index: int) -> None:
         self.owner = owner
         self.index = index
+        self.edited = False
+        """Edited since the last sync checked that the message holds tracked containers only."""
 
     def touch(self) -> None:
+        self.edited = True
         owner = self.owner()
         if owner is not None:
             owner._changed(self.index)
@@ -465,7 +468,12 @@ def _adopt(tracked: TrackedMessages, start: int, end: int) -> None:
         message = tracked[index]
         if type(message) in (TrackedDict, TrackedList):
             guard = message._guard
-            if guard.index == index and guard.owner() is tracked and _all_guarded(message, guard):
+            if (
+                guard.index == index
+                and guard.owner() is tracked
+                and (not guard.edited or _all_guarded(message, guard))
+            ):
+                guard.edited = False
                 continue  # already reports to this position, nested levels included
         list.__setitem__(tracked, index, _track_message(message, _Guard(owner, index)))
 
@@ -473,9 +481,9 @@ def _adopt(tracked: TrackedMessages, start: int, end: int) -> None:
 def _all_guarded(message: Any, guard: _Guard) -> bool:
     """Whether every dict and list inside ``message`` is tracked and reports to ``guard``.
 
-    A changed message can hold a plain container put into it since the last sync (or a tracked
+    An edited message can hold a plain container put into it since the last sync (or a tracked
     one of another message): its later edits would go unseen, so the message is tracked again.
-    O(size of the message), as encoding it is.
+    O(size of the message), as encoding it is; only edited messages are looked at.
     """
     stack = [message]
     while stack:

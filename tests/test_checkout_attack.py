@@ -253,6 +253,23 @@ def test_a_plain_list_put_into_a_tracked_message_is_tracked_at_the_next_commit()
     assert repo.show().messages == plain(state["messages"])
 
 
+def test_a_plain_list_put_into_a_message_watched_by_two_repositories_is_seen_by_both() -> None:
+    one, two = Repo.init("memory://"), Repo.init("memory://")
+    state: dict[str, Any] = {"messages": tracked_messages([{"n": i} for i in range(4)])}
+    one.commit(state)
+    two.commit(state)
+    state["messages"][1]["parts"] = []
+    one.commit(state)  # walks message 1 and tracks its new list
+    two.commit(state)  # message 1 is tracked throughout by now
+    state["messages"][1]["parts"].append("x")
+    state["messages"][2]["more"] = {"deep": []}
+    two.commit(state)
+    state["messages"][2]["more"]["deep"].append("y")
+    one.commit(state)
+    two.commit(state)
+    assert one.show().messages == two.show().messages == plain(state["messages"])
+
+
 @pytest.mark.parametrize("storage_format", [1, 2])
 def test_an_ext_value_stays_an_ext_value_through_a_tracked_checkout(storage_format: int) -> None:
     """A format 1 tracked checkout turned ``ExtType`` into a tuple (format 2's decoder kept it),
