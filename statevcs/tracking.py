@@ -468,42 +468,37 @@ def _adopt(tracked: TrackedMessages, start: int, end: int) -> None:
         message = tracked[index]
         if type(message) in (TrackedDict, TrackedList):
             guard = message._guard
-            if (
-                guard.index == index
-                and guard.owner() is tracked
-                and (not guard.edited or _all_guarded(message, guard))
-            ):
-                guard.edited = False
-                continue  # already reports to this position, nested levels included
+            if guard.index == index and guard.owner() is tracked:
+                if guard.edited:
+                    _track_inside(message, guard)
+                    guard.edited = False
+                continue  # reports to this position, nested levels included
         list.__setitem__(tracked, index, _track_message(message, _Guard(owner, index)))
 
 
-def _all_guarded(message: Any, guard: _Guard) -> bool:
-    """Whether every dict and list inside ``message`` is tracked and reports to ``guard``.
+def _track_inside(message: TrackedDict | TrackedList, guard: _Guard) -> None:
+    """Swap for tracked copies the containers put into an edited ``message`` since its last sync.
 
-    An edited message can hold a plain container put into it since the last sync (or a tracked
-    one of another message): its later edits would go unseen, so the message is tracked again.
-    O(size of the message), as encoding it is; only edited messages are looked at.
+    A plain dict or list put into a tracked message (or a tracked one of another message) would
+    report no edits: the commit after the next would vouch for a stale message. Containers
+    already tracked for ``message`` stay as they are (references to them keep working).
+    O(size of the message), as encoding it is; only edited messages are walked.
     """
-    stack = [message]
+    stack: list[TrackedDict | TrackedList] = [message]
     while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind in _LEAVES:
-            continue
-        if kind is TrackedDict:
-            if item._guard is not guard:
-                return False
-            stack.extend(item.values())
-        elif kind is TrackedList:
-            if item._guard is not guard:
-                return False
-            stack.extend(item)
-        elif isinstance(item, (dict, list, bytearray, memoryview)):
-            return False  # a plain (or foreign) container: _track copies it
-        elif isinstance(item, tuple):
-            stack.extend(item)
-    return True
+        container = stack.pop()
+        slots: Any = container.items() if type(container) is TrackedDict else enumerate(container)
+        swaps: list[tuple[Any, Any]] = []
+        for slot, value in slots:
+            kind = type(value)
+            if kind in _LEAVES:
+                continue
+            if (kind is TrackedDict or kind is TrackedList) and value._guard is guard:
+                stack.append(value)
+            elif isinstance(value, (dict, list, tuple, bytearray, memoryview)):
+                swaps.append((slot, _track_message(value, guard)))
+        for slot, value in swaps:
+            _put(container, slot, value)
 
 
 @dataclass(eq=False)

@@ -590,3 +590,38 @@ def test_a_strands_agent_checkout_gives_back_what_was_committed_and_commits_ever
             expected = plain(agent.messages)
             repo.commit(agent, f"edit {step}")
             assert exact(repo.show("main").messages, expected)
+
+
+@pytest.mark.parametrize("storage_format", [1, 2])
+def test_a_deeply_nested_message_checks_out_tracked_and_its_deepest_edit_is_committed(
+    storage_format: int,
+) -> None:
+    depth = 450  # msgpack packs up to 511 levels
+    deep: Any = {"leaf": 0}
+    for level in range(depth):
+        deep = [deep] if level % 2 else {"d": deep}
+    messages = [{"role": "user", "content": "hi"}, {"deep": deep}]
+    repo = Repo.init("memory://", storage_format=storage_format)
+    repo.commit({"messages": messages})
+    state: dict[str, Any] = {"messages": tracked_messages()}
+    repo.checkout(state, "main")
+    node = state["messages"][1]["deep"]
+    kinds = set()
+    while not (isinstance(node, dict) and "leaf" in node):
+        kinds.add(type(node))
+        node = node["d"] if isinstance(node, dict) else node[0]
+    assert kinds == {TrackedDict, TrackedList} and type(node) is TrackedDict
+    node["leaf"] = "edited"
+    node["new"] = [1]  # a plain list, deep down
+    repo.commit(state)
+    again = state["messages"][1]["deep"]
+    while not (isinstance(again, dict) and "leaf" in again):
+        again = again["d"] if isinstance(again, dict) else again[0]
+    assert again is node  # tracked containers stay: only the plain list was swapped
+    assert type(node["new"]) is TrackedList
+    node["new"].append(2)
+    repo.commit(state)
+    stored = repo.show().messages[1]["deep"]
+    while not (isinstance(stored, dict) and "leaf" in stored):
+        stored = stored["d"] if isinstance(stored, dict) else stored[0]
+    assert stored == {"leaf": "edited", "new": [1, 2]}
