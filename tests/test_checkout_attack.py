@@ -625,3 +625,29 @@ def test_a_deeply_nested_message_checks_out_tracked_and_its_deepest_edit_is_comm
     while not (isinstance(stored, dict) and "leaf" in stored):
         stored = stored["d"] if isinstance(stored, dict) else stored[0]
     assert stored == {"leaf": "edited", "new": [1, 2]}
+
+
+def test_threads_checking_out_editing_and_committing_on_one_handle_store_their_own_edits() -> None:
+    repo = Repo.init("memory://", storage_format=2)
+    messages = [{"role": "user", "content": [{"text": f"m{i}"}]} for i in range(120)]
+    repo.commit({"messages": copy.deepcopy(messages)})
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            state: dict[str, Any] = {"messages": tracked_messages()}
+            repo.checkout(state, "main")
+            for step in range(6):
+                position = (worker * 17 + step * 31) % len(state["messages"])
+                state["messages"][position]["content"].append({"by": [worker, step]})
+                repo.commit(state, branch=f"w{worker}")
+                assert repo.show(f"w{worker}").messages == plain(state["messages"])
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
