@@ -243,6 +243,16 @@ def test_a_plain_list_put_into_a_tracked_message_is_tracked_at_the_next_commit()
     assert repo.show().messages == [
         {"role": "user", "content": "hi", "parts": [1, 2], "meta": {"k": ["x"]}}
     ]
+    # A container taken out, filled with a plain list, and put back.
+    meta = state["messages"][0].pop("meta")
+    meta["k"].append(["inner"])
+    meta["z"] = {"w": []}
+    state["messages"][0]["meta"] = meta
+    repo.commit(state)
+    state["messages"][0]["meta"]["k"][-1].append("more")
+    state["messages"][0]["meta"]["z"]["w"].append(0)
+    repo.commit(state)
+    assert repo.show().messages == plain(state["messages"])
     # A container moved from another message reports to its new message once committed.
     state["messages"].append({"role": "assistant", "content": []})
     repo.commit(state)
