@@ -9,9 +9,11 @@ it leaves the synced prefix alone. The next commit then vouches for
 only the messages after that prefix are encoded, hashed and tracked: O(k + log n) per commit.
 
 What is seen: appends, deletions, insertions, replacements, sorting, slicing assignments, and
-in-place edits of any dict or list nested inside a tracked message. What is not: a mutable
-object of another type nested in a message (msgpack refuses those anyway), and edits made
-through a reference to the list that was replaced at the first commit (see docs/concepts.md).
+in-place edits of any dict or list nested inside a tracked message (a dict or list put into one
+is swapped for a tracked copy at the next commit, so that its own later edits are seen too).
+What is not: a mutable object of another type nested in a message (msgpack refuses those
+anyway), and edits made through a reference to the list that was replaced at the first commit,
+or to a dict or list swapped since (see docs/concepts.md).
 When the live list is replaced by another list, nothing is vouched for: the next commit
 encodes every message (and the repository still reuses the stored tree after their common
 prefix).
