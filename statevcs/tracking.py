@@ -9,9 +9,11 @@ it leaves the synced prefix alone. The next commit then vouches for
 only the messages after that prefix are encoded, hashed and tracked: O(k + log n) per commit.
 
 What is seen: appends, deletions, insertions, replacements, sorting, slicing assignments, and
-in-place edits of any dict or list nested inside a tracked message. What is not: a mutable
-object of another type nested in a message (msgpack refuses those anyway), and edits made
-through a reference to the list that was replaced at the first commit (see docs/concepts.md).
+in-place edits of any dict or list nested inside a tracked message (a dict or list put into one
+is swapped for a tracked copy at the next commit, so that its own later edits are seen too).
+What is not: a mutable object of another type nested in a message (msgpack refuses those
+anyway), and edits made through a reference to the list that was replaced at the first commit,
+or to a dict or list swapped since (see docs/concepts.md).
 When the live list is replaced by another list, nothing is vouched for: the next commit
 encodes every message (and the repository still reuses the stored tree after their common
 prefix).
@@ -36,13 +38,20 @@ UNCHANGED = 1 << 62
 class _Guard:
     """Reports in-place edits of one message to the list that holds it at ``index``."""
 
-    __slots__ = ("index", "owner")
+    __slots__ = ("edited", "index", "owner")
 
     def __init__(self, owner: weakref.ref[TrackedMessages], index: int) -> None:
         self.owner = owner
         self.index = index
+        self.edited: dict[int, Any] | None = None
+        """The containers of the message edited since the last sync (by ``id``)."""
 
-    def touch(self) -> None:
+    def touch(self, container: Any) -> None:
+        edited = self.edited
+        if edited is None:
+            self.edited = {id(container): container}
+        else:
+            edited[id(container)] = container
         owner = self.owner()
         if owner is not None:
             owner._changed(self.index)
@@ -61,42 +70,42 @@ class TrackedDict(dict[Any, Any]):
     __hash__ = None
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        self._guard.touch()
+        self._guard.touch(self)
         dict.__setitem__(self, key, value)
 
     def __delitem__(self, key: Any) -> None:
-        self._guard.touch()
+        self._guard.touch(self)
         dict.__delitem__(self, key)
 
     def __ior__(self, other: Any) -> TrackedDict:  # type: ignore[misc]
-        self._guard.touch()
+        self._guard.touch(self)
         dict.update(self, other)
         return self
 
     def clear(self) -> None:
         """Remove every item."""
-        self._guard.touch()
+        self._guard.touch(self)
         dict.clear(self)
 
     def pop(self, *args: Any) -> Any:
         """Remove a key and return its value."""
-        self._guard.touch()
+        self._guard.touch(self)
         return dict.pop(self, *args)
 
     def popitem(self) -> tuple[Any, Any]:
         """Remove and return the last item."""
-        self._guard.touch()
+        self._guard.touch(self)
         return dict.popitem(self)
 
     def setdefault(self, key: Any, default: Any = None) -> Any:
         """Return ``self[key]``, inserting ``default`` first if missing."""
         if key not in self:
-            self._guard.touch()
+            self._guard.touch(self)
         return dict.setdefault(self, key, default)
 
     def update(self, *args: Any, **kwargs: Any) -> None:
         """Update from a mapping or pairs."""
-        self._guard.touch()
+        self._guard.touch(self)
         dict.update(self, *args, **kwargs)
 
     def __copy__(self) -> dict[Any, Any]:
@@ -122,61 +131,61 @@ class TrackedList(list[Any]):
     __hash__ = None
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        self._guard.touch()
+        self._guard.touch(self)
         list.__setitem__(self, index, value)
 
     def __delitem__(self, index: Any) -> None:
-        self._guard.touch()
+        self._guard.touch(self)
         list.__delitem__(self, index)
 
     def __iadd__(self, other: Any) -> TrackedList:  # type: ignore[misc]
-        self._guard.touch()
+        self._guard.touch(self)
         list.extend(self, other)
         return self
 
     def __imul__(self, count: Any) -> TrackedList:  # type: ignore[misc]
-        self._guard.touch()
+        self._guard.touch(self)
         list.__imul__(self, count)
         return self
 
     def append(self, value: Any) -> None:
         """Append ``value``."""
-        self._guard.touch()
+        self._guard.touch(self)
         list.append(self, value)
 
     def extend(self, values: Any) -> None:
         """Append every item of ``values``."""
-        self._guard.touch()
+        self._guard.touch(self)
         list.extend(self, values)
 
     def insert(self, index: Any, value: Any) -> None:
         """Insert ``value`` before ``index``."""
-        self._guard.touch()
+        self._guard.touch(self)
         list.insert(self, index, value)
 
     def pop(self, index: Any = -1) -> Any:
         """Remove and return the item at ``index``."""
-        self._guard.touch()
+        self._guard.touch(self)
         return list.pop(self, index)
 
     def remove(self, value: Any) -> None:
         """Remove the first occurrence of ``value``."""
-        self._guard.touch()
+        self._guard.touch(self)
         list.remove(self, value)
 
     def clear(self) -> None:
         """Remove every item."""
-        self._guard.touch()
+        self._guard.touch(self)
         list.clear(self)
 
     def sort(self, *args: Any, **kwargs: Any) -> None:
         """Sort in place."""
-        self._guard.touch()
+        self._guard.touch(self)
         list.sort(self, *args, **kwargs)
 
     def reverse(self) -> None:
         """Reverse in place."""
-        self._guard.touch()
+        self._guard.touch(self)
         list.reverse(self)
 
     def __copy__(self) -> list[Any]:
@@ -382,7 +391,8 @@ class TrackedDecoder:
         return tracked
 
 
-_LEAVES = frozenset({str, int, float, bool, bytes, type(None)})
+# ExtType is a namedtuple that msgpack packs as an ext value: kept as it is, never a tuple.
+_LEAVES = frozenset({str, int, float, bool, bytes, type(None), msgpack.ExtType, msgpack.Timestamp})
 
 
 def _track(value: Any, guard: _Guard) -> Any:
@@ -465,8 +475,37 @@ def _adopt(tracked: TrackedMessages, start: int, end: int) -> None:
         if type(message) in (TrackedDict, TrackedList):
             guard = message._guard
             if guard.index == index and guard.owner() is tracked:
-                continue  # already reports to this position
+                if guard.edited is not None:
+                    _track_put(guard)
+                continue  # reports to this position, nested levels included
         list.__setitem__(tracked, index, _track_message(message, _Guard(owner, index)))
+
+
+def _track_put(guard: _Guard) -> None:
+    """Swap for tracked copies the containers put into a message since its last sync.
+
+    A plain dict or list put into a tracked message (or a tracked one of another message) would
+    report no edits: the commit after the next would vouch for a stale message. Only the
+    containers edited since the sync can hold one, as direct children; containers already
+    tracked for the message stay as they are (references to them keep working).
+    """
+    edited, guard.edited = guard.edited or {}, None
+    for container in edited.values():
+        is_dict = type(container) is TrackedDict
+        children: Any = container.values() if is_dict else container
+        if _LEAVES.issuperset(map(type, children)):
+            continue  # the commonest case, checked in C
+        swaps: list[tuple[Any, Any]] = []
+        for slot, value in container.items() if is_dict else enumerate(container):
+            kind = type(value)
+            if kind in _LEAVES or (
+                (kind is TrackedDict or kind is TrackedList) and value._guard is guard
+            ):
+                continue
+            if isinstance(value, (dict, list, tuple, bytearray, memoryview)):
+                swaps.append((slot, _track_message(value, guard)))
+        for slot, value in swaps:
+            _put(container, slot, value)
 
 
 @dataclass(eq=False)
