@@ -27,7 +27,7 @@ from ...hashing import from_hex, to_hex
 from ...refs import HEAD, branch_ref, check_short_name
 from ...snapshot import Snapshot
 from ..history import relative
-from ..stored import branch_tip, commit_messages
+from ..stored import branch_tip, commit_messages, paused_gc
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -173,8 +173,9 @@ class StateVCSSession:
             name = self.branch_name()
         else:
             name = self._existing(branch_id)
-        tip = branch_tip(self.repo, name)
-        return [] if tip is None else commit_messages(self.repo, tip, last=last)
+        with self.repo.store.operation(), paused_gc():  # one consistent read of ref and tree
+            tip = branch_tip(self.repo, name)
+            return [] if tip is None else commit_messages(self.repo, tip, last=last)
 
     def _prior_turns(self, snapshot: Snapshot) -> int | None:
         """The user turns of the commit ``snapshot`` was synced with (``None``: unknown)."""
