@@ -78,4 +78,4 @@ def paused_gc() -> Iterator[None]:
         gc.enable()
 
 
-__all__ = ["paused_gc", "branch_tip", "commit_messages", "commit_snapshot", "snapshot_messages"]
+__all__ = ["branch_tip", "commit_messages", "commit_snapshot", "paused_gc", "snapshot_messages"]
