@@ -295,3 +295,16 @@ def test_the_restore_parts_benchmark_prints_both_tables(tmp_path: Path) -> None:
     assert "| - find the commit (lineage index) |" in out
     assert "| - read the snapshot (core) |" in out
     assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_the_session_reads_benchmark_prints_its_table_and_leaves_no_files(tmp_path: Path) -> None:
+    script = ROOT / "benchmarks" / "bench_session_reads.py"
+    result = run(tmp_path, "--turns", "12", "--repeat", "1", script=script)
+    scratch = tmp_path / "scratch"
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")][1:]
+    cells = [[cell.strip() for cell in row.strip(" |").split("|")] for row in rows]
+    assert [row[1] for row in cells] == ["24", "24", "20", "20", "24", "24"]
+    assert all(re.fullmatch(r"[\d.]+", value) for row in cells for value in row[2:]), rows
+    assert list(scratch.iterdir()) == []
+    assert [path.name for path in tmp_path.iterdir()] == ["scratch"]

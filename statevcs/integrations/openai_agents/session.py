@@ -23,10 +23,11 @@ from agents.memory.session_settings import SessionSettings, resolve_session_limi
 
 from ...adapters import tracked_messages
 from ...errors import RefConflict, StateVCSError
-from ...hashing import to_hex
+from ...hashing import from_hex, to_hex
 from ...refs import HEAD, branch_ref, check_short_name
 from ...snapshot import Snapshot
 from ..history import relative
+from ..stored import branch_tip, commit_messages, paused_gc
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -165,11 +166,16 @@ class StateVCSSession:
             self._snapshot = snapshot
         return self._snapshot
 
-    def _items(self, branch_id: str | None = None) -> list[Any]:
+    def _items(self, branch_id: str | None = None, last: int | None = None) -> list[Any]:
+        """Fresh copies of the tip's items (``last``: only the last ``last``), read straight
+        from the store: no live snapshot to build, nothing shared with one."""
         if branch_id is None or branch_id == self._current:
-            return list(self._sync().messages)
-        name = self._existing(branch_id)
-        return list(self.repo.show(name).messages)
+            name = self.branch_name()
+        else:
+            name = self._existing(branch_id)
+        with self.repo.store.operation(), paused_gc():  # one consistent read of ref and tree
+            tip = branch_tip(self.repo, name)
+            return [] if tip is None else commit_messages(self.repo, tip, last=last)
 
     def _prior_turns(self, snapshot: Snapshot) -> int | None:
         """The user turns of the commit ``snapshot`` was synced with (``None``: unknown)."""
@@ -237,14 +243,9 @@ class StateVCSSession:
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
             raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
         effective = resolve_session_limit(limit, self.session_settings)
-        items = self._items(branch_id)
-        if effective is not None:
-            # SQLiteSession's semantics: LIMIT 0 is empty, a negative LIMIT is no limit.
-            if effective == 0:
-                items = []
-            elif effective > 0:
-                items = items[-effective:]
-        return [_plain(item) for item in items]
+        # SQLiteSession's semantics: LIMIT 0 is empty, a negative LIMIT is no limit. The items
+        # are decoded afresh for each call, so a caller's edits reach nothing stored or cached.
+        return self._items(branch_id, None if effective is None or effective < 0 else effective)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append ``items`` in one commit (none for an empty list)."""
@@ -302,7 +303,7 @@ class StateVCSSession:
         commits after ``rev`` stay in the history.
         """
         target = self.repo.get_commit(self._revision(rev))
-        items = list(self.repo.show(target.id).messages)
+        items = commit_messages(self.repo, from_hex(target.id))
 
         def edit(messages: list[Any]) -> None:
             common = 0
@@ -312,7 +313,7 @@ class StateVCSSession:
                 common += 1
             # Only the diverging suffix is replaced, so the shared prefix is not re-encoded.
             del messages[common:]
-            messages.extend(_plain(item) for item in items[common:])
+            messages.extend(items[common:])  # fresh values: nothing else holds them
 
         self._commit("restore", f"restore {target.short_id}", edit)
         return self.repo.get_commit(branch_ref(self.branch_name()))
@@ -490,7 +491,7 @@ class StateVCSSession:
                 {
                     "turn": turn,
                     "content": preview[:100] + "..." if len(preview) > 100 else preview,
-                    "full_content": _plain(content),
+                    "full_content": content,  # the items are fresh copies
                     "can_branch": True,
                 }
             )

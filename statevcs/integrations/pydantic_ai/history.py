@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import ModelMessage
 
-from ...hashing import to_hex
+from ...hashing import from_hex, to_hex
 from ...refs import HEAD, branch_ref, check_short_name
 from ...repo import Repo
 from ..history import relative
-from .messages import MessageHistory
+from ..stored import branch_tip, commit_snapshot, paused_gc, snapshot_messages
+from .messages import MessageHistory, check_kind, from_records
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent, AgentRunResult
@@ -87,11 +88,21 @@ class AgentHistory:
         """The history at ``rev`` (default: the branch tip; empty before the first commit), as a
         new list to pass as ``message_history=``. ``~n`` / ``HEAD~n`` count back on the branch.
         """
-        if _check_str(rev, "rev") == HEAD:
-            return list(self._sync())
-        history = MessageHistory()
-        self.repo.checkout(history, self._revision(rev))
-        return list(history)
+        head = _check_str(rev, "rev") == HEAD
+        with self.repo.store.operation():  # one consistent read of the ref and the tree
+            if head:
+                tip = branch_tip(self.repo, self.branch)
+                if tip == self._live_tip:
+                    return list(self._live)
+                if tip is None:
+                    return []
+            else:
+                tip = from_hex(self.repo.resolve(self._revision(rev)))
+            # Only the message tree is read and validated: no live history is built for a read.
+            stored = commit_snapshot(self.repo, tip)
+            check_kind(stored.kind)
+            with paused_gc():
+                return from_records(snapshot_messages(self.repo, stored))
 
     def commit(
         self,

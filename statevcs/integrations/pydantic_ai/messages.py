@@ -64,6 +64,15 @@ def from_records(records: Sequence[Any]) -> list[ModelMessage]:
         ) from exc
 
 
+def check_kind(kind: str) -> None:
+    """Raise :class:`UnsupportedObject` unless ``kind`` is a message history's snapshot kind."""
+    if kind != KIND:
+        raise UnsupportedObject(
+            f"this revision holds a {kind!r} snapshot, not a Pydantic AI message "
+            "history; check it out into a dict or a statevcs.Snapshot"
+        )
+
+
 class MessageHistoryAdapter:
     """Captures a ``list[ModelMessage]`` (or a :class:`MessageHistory`) and restores one in place.
 
@@ -81,11 +90,7 @@ class MessageHistoryAdapter:
 
     def restore(self, obj: list[Any], snapshot: Snapshot) -> None:
         """Replace the list's messages with the snapshot's."""
-        if snapshot.kind != self.kind:
-            raise UnsupportedObject(
-                f"this revision holds a {snapshot.kind!r} snapshot, not a Pydantic AI message "
-                "history; check it out into a dict or a statevcs.Snapshot"
-            )
+        check_kind(snapshot.kind)
         obj[:] = from_records(snapshot.messages)
 
 
@@ -99,6 +104,7 @@ __all__ = [
     "KIND",
     "MessageHistory",
     "MessageHistoryAdapter",
+    "check_kind",
     "from_records",
     "to_records",
 ]

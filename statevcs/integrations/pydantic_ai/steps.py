@@ -29,10 +29,11 @@ from pydantic_ai_harness.step_persistence import (
 
 from ...adapters import tracked_messages
 from ...errors import RefConflict, StateVCSError
-from ...hashing import to_hex
+from ...hashing import from_hex, to_hex
 from ...refs import branch_ref, check_short_name
 from ...repo import Repo
 from ...snapshot import Snapshot
+from ..stored import commit_messages
 from .messages import from_records, to_records
 
 KIND = "pydantic_ai_harness.run"
@@ -273,7 +274,7 @@ class StateVCSStepStore:
         return found
 
     def _snapshot_at(self, commit_id: str, fields: dict[str, Any]) -> ContinuableSnapshot:
-        messages: list[ModelMessage] = from_records(self.repo.show(commit_id).messages)
+        messages: list[ModelMessage] = from_records(commit_messages(self.repo, from_hex(commit_id)))
         return _SNAPSHOT_FIELDS.validate_python({**fields, "messages": messages})
 
     async def record_tool_effect(self, record: ToolEffectRecord) -> None:
