@@ -17,15 +17,13 @@ raises ``CorruptObject``, never ``None`` in its place.
 from __future__ import annotations
 
 import copy
-import gc
 import importlib
 import itertools
 import math
 import operator
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
@@ -747,24 +745,6 @@ def item_value(doc: Any, serde: SerializerProtocol) -> Any:
         if "content" in doc and "v" not in doc and "t" not in doc and "s" not in doc:
             return doc["content"]
     return unwrap(doc, serde, "a list channel's item")
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause Python's cycle collector while a whole list of items is built.
-
-    Building thousands of small objects triggers a collection every few hundred allocations,
-    each rescanning the live heap (which holds the thread's other items): about two thirds of
-    the time of decoding or copying a 2,000-message thread. Nothing built here is cyclic.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 _IMMUTABLE = frozenset({str, int, float, bool, bytes, type(None)})

@@ -44,6 +44,7 @@ from ...serializers import serializer_for
 from ...snapshot import MessageBase, Snapshot, message_ids_from, read_values
 from ...stores.base import RefUpdate
 from ...structures.maps import read_map
+from ..stored import paused_gc
 from . import order, rewrite, store
 from .codec import (
     EMPTY_PRINT,
@@ -53,7 +54,6 @@ from .codec import (
     is_plain,
     item_channel,
     item_value,
-    paused_gc,
     safe_serializer,
     unwrap,
     wrap_writes,

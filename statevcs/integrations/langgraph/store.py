@@ -57,13 +57,13 @@ from ...snapshot import MessageBase, Snapshot, StoredMessages, read_messages, re
 from ...stores.base import RefUpdate
 from ...structures import prolly
 from ...structures.maps import read_map
+from ..stored import paused_gc
 from .codec import (
     fresh_copy,
     is_plain,
     item_channel,
     item_doc,
     item_value,
-    paused_gc,
     read_writes,
     unwrap,
     wrap,
