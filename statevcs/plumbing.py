@@ -50,6 +50,10 @@ if TYPE_CHECKING:
     from .model import Snapshot
 
 
+_STALE_RETRIES = 8
+"""How often a ref update that writes no objects is retried when gc moved the generation."""
+
+
 @dataclass(frozen=True, slots=True)
 class SnapshotValues:
     """A snapshot's parts decoded into fresh Python objects, without the pydantic model."""
@@ -364,20 +368,24 @@ class Refs:
         ``verify`` are checked to be whole and the update is retried once.
         """
         payload = dict(objects or {})
-        try:
-            self._store.update_refs(updates, payload, generation=self._objects.generation)
-        except StaleCache as stale:
-            self._objects.forget(stale.actual)
-            if payload:
-                raise
-            for commit_id in verify:
-                problems = self._objects.missing_below(commit_id)
-                if problems:
-                    raise MissingObject(
-                        to_hex(commit_id),
-                        f"it was garbage-collected by another process ({problems[0]})",
-                    ) from None
-            self._store.update_refs(updates, payload, generation=self._objects.generation)
+        for attempt in range(_STALE_RETRIES):
+            try:
+                self._store.update_refs(updates, payload, generation=self._objects.generation)
+                break
+            except StaleCache as stale:
+                self._objects.forget(stale.actual)
+                # Objects prepared against the old generation are the caller's to rebuild; a
+                # bare ref update only needs its commits whole (a gc looping in another
+                # process may move the generation again while that is checked).
+                if payload or attempt == _STALE_RETRIES - 1:
+                    raise
+                for commit_id in verify:
+                    problems = self._objects.missing_below(commit_id)
+                    if problems:
+                        raise MissingObject(
+                            to_hex(commit_id),
+                            f"it was garbage-collected by another process ({problems[0]})",
+                        ) from None
         self._objects.mark_stored(payload)
         self._count_commits(payload)
 
