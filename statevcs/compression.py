@@ -166,30 +166,43 @@ def unpack(object_id: ObjectId, data: bytes) -> bytes:
     if data[:4] != ZSTD_MAGIC:
         return data
     try:
-        size = zstandard.frame_content_size(data)
+        params = _frame_parameters(data)  # one header parse gives the size and the dictionary
     except zstandard.ZstdError:
         raise CorruptObject(to_hex(object_id), "its zstd frame header is damaged") from None
-    if size < 0:
-        raise CorruptObject(to_hex(object_id), "its zstd frame does not declare its size")
+    size = params.content_size
     if size > MAX_EXPANDED:
+        if size >= _SIZE_NOT_DECLARED:
+            raise CorruptObject(to_hex(object_id), "its zstd frame does not declare its size")
         raise CorruptObject(
             to_hex(object_id),
             f"its zstd frame would expand to {size} bytes, more than the {MAX_EXPANDED} allowed",
         )
-    decompressor = _codecs.decompressor
-    dict_id = frame_dictionary(data)
+    if size == 0 and zstandard.frame_content_size(data) < 0:
+        # Older zstandard releases report an undeclared size as 0.
+        raise CorruptObject(to_hex(object_id), "its zstd frame does not declare its size")
+    codecs = _codecs
+    dict_id = params.dict_id
     if dict_id:
-        codecs = _codecs.for_dictionary(dict_id)
-        if codecs is None:
+        found = codecs.with_dictionary.get(dict_id) or codecs.for_dictionary(dict_id)
+        if found is None:
             raise MissingDictionary(object_id, dict_id)
-        decompressor = codecs[1]
+        decompressor = found[1]
+    else:
+        decompressor = codecs.decompressor
     try:
-        plain = decompressor.decompress(data, max_output_size=size)
+        # The frame declares its size (checked above): zstandard decodes into a buffer of that
+        # size and fails on a frame that would write more, so the size bounds the output.
+        plain = decompressor.decompress(data)
     except zstandard.ZstdError as exc:
         raise CorruptObject(to_hex(object_id), f"its zstd frame is damaged ({exc})") from None
     if len(plain) != size:
         raise CorruptObject(to_hex(object_id), "its zstd frame holds another size than it says")
     return plain
+
+
+_frame_parameters = zstandard.get_frame_parameters
+_SIZE_NOT_DECLARED = 2**64 - 2
+"""zstd's "unknown" (2**64 - 1) and "error" (2**64 - 2) content sizes, as unsigned numbers."""
 
 
 def content_id(data: bytes) -> ObjectId:

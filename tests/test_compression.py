@@ -197,3 +197,20 @@ def test_objects_compressed_with_a_dictionary_need_it(tmp_path: Path) -> None:
     )
     said = in_a_fresh_process(code, tmp_path / "repo")
     assert "zstd dictionary" in said and "restore the repository's config" in said
+
+
+def _with_declared_size(frame: bytes, size: int) -> bytes:
+    """``frame`` (single-segment, 2-byte size field) with another declared content size."""
+    descriptor = frame[4]
+    assert descriptor >> 6 == 1 and descriptor & 0x20  # 2-byte size field, single segment
+    return frame[:5] + (size - 256).to_bytes(2, "little") + frame[7:]
+
+
+def test_a_frame_that_declares_another_size_than_it_holds_is_refused() -> None:
+    """The declared size bounds the output: a frame holding more or less is damaged."""
+    plain = b"abcdefgh" * 500
+    frame = zstandard.ZstdCompressor(write_content_size=True).compress(plain)
+    assert unpack(ANY_ID, frame) == plain
+    for declared in (300, len(plain) - 1, len(plain) + 1, 60_000):
+        with pytest.raises(CorruptObject, match=r"damaged|another size"):
+            unpack(ANY_ID, _with_declared_size(frame, declared))

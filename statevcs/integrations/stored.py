@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CorruptObject
+from ..errors import CorruptObject, RefConflict, RefExists
 from ..hashing import to_hex
 from ..objects import CommitObject, SnapshotObject
 from ..refs import branch_ref
@@ -60,6 +60,26 @@ def commit_messages(repo: Repo, commit_id: ObjectId, *, last: int | None = None)
     return snapshot_messages(repo, commit_snapshot(repo, commit_id), last=last)
 
 
+def fork_branch(repo: Repo, base: str, commit_id: str) -> str:
+    """Create branch ``<base>-fork-<n>`` at ``commit_id`` with the first free ``n``; return it.
+
+    Two handles forking at once get two names: one taken between the look and the creation
+    is skipped, never moved.
+    """
+    existing = repo.branches()
+    n = 0
+    while True:
+        n += 1
+        name = f"{base}-fork-{n}"
+        if name in existing:
+            continue
+        try:
+            repo.branch(name, commit_id)
+        except (RefExists, RefConflict):  # created by another handle since the look
+            continue
+        return name
+
+
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """Pause Python's cycle collector while a whole conversation is decoded.
@@ -78,4 +98,11 @@ def paused_gc() -> Iterator[None]:
         gc.enable()
 
 
-__all__ = ["branch_tip", "commit_messages", "commit_snapshot", "paused_gc", "snapshot_messages"]
+__all__ = [
+    "branch_tip",
+    "commit_messages",
+    "commit_snapshot",
+    "fork_branch",
+    "paused_gc",
+    "snapshot_messages",
+]

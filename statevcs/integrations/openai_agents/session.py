@@ -27,7 +27,7 @@ from ...hashing import from_hex, to_hex
 from ...refs import HEAD, branch_ref, check_short_name
 from ...snapshot import Snapshot
 from ..history import relative
-from ..stored import branch_tip, commit_messages, paused_gc
+from ..stored import branch_tip, commit_messages, fork_branch, paused_gc
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -327,12 +327,9 @@ class StateVCSSession:
         """
         commit = self.repo.get_commit(self._revision(rev))
         if branch is None:
-            existing = self.repo.branches()
-            n = 1
-            while f"{self.branch}-fork-{n}" in existing:
-                n += 1
-            branch = f"{self.branch}-fork-{n}"
-        self.repo.branch(_check_str(branch, "branch"), commit.id)
+            branch = fork_branch(self.repo, self.branch, commit.id)
+        else:
+            self.repo.branch(_check_str(branch, "branch"), commit.id)
         return StateVCSSession(
             self.repo,
             session_id if session_id is not None else branch,

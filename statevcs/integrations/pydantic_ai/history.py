@@ -25,7 +25,13 @@ from ...hashing import from_hex, to_hex
 from ...refs import HEAD, branch_ref, check_short_name
 from ...repo import Repo
 from ..history import relative
-from ..stored import branch_tip, commit_snapshot, paused_gc, snapshot_messages
+from ..stored import (
+    branch_tip,
+    commit_snapshot,
+    fork_branch,
+    paused_gc,
+    snapshot_messages,
+)
 from .messages import MessageHistory, check_kind, from_records
 
 if TYPE_CHECKING:
@@ -207,12 +213,9 @@ class AgentHistory:
         """
         commit = self.repo.get_commit(self._revision(rev))
         if branch is None:
-            existing = self.repo.branches()
-            n = 1
-            while f"{self.branch}-fork-{n}" in existing:
-                n += 1
-            branch = f"{self.branch}-fork-{n}"
-        self.repo.branch(_check_str(branch, "branch"), commit.id)
+            branch = fork_branch(self.repo, self.branch, commit.id)
+        else:
+            self.repo.branch(_check_str(branch, "branch"), commit.id)
         return AgentHistory(self.repo, branch, author=self.author)
 
 
