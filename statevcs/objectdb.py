@@ -50,6 +50,8 @@ _BYTES_CACHE = 64 * 1024 * 1024
 _LARGE = 1024 * 1024
 """Documents and blobs larger than this are not kept as bytes."""
 _KNOWN_LIMIT = 4_000_000
+_UNHOMED_LIMIT = 4096
+"""Packed leaves a handle holds on to before it names their messages (see ``_unhomed``)."""
 FORMAT_KEY = "core.format"
 """The config key naming a repository's storage format ("1": a leaf names messages by id;
 "2": a leaf holds the messages, objects compressed)."""
@@ -119,6 +121,10 @@ class ObjectDB:
         """The gc generation :attr:`known` is valid for."""
         self._chunker = chunker
         self._homes: dict[ObjectId, ObjectId] = {}
+        self._unhomed: dict[ObjectId, ListNode] = {}
+        """Packed leaves read or written whose messages :attr:`_homes` does not name yet: the
+        map is filled on its first use, so a read that never looks a message up by id (a
+        checkout, a session's items) does not pay for it."""
         self._dictionary: int | None = None
         """The zstd dictionary writes use (0: none yet; None: not looked up)."""
         self._samples: list[bytes] = []
@@ -174,7 +180,7 @@ class ObjectDB:
                 result[object_id] = decode(object_id, self._bytes[object_id], check_hash=False)
             else:
                 wanted.append(object_id)
-        if wanted and self._homes:
+        if wanted and self._has_homes():
             homes = self._homes
             for object_id in [i for i in wanted if i in homes]:
                 data = self._packed_bytes(object_id)
@@ -211,7 +217,7 @@ class ObjectDB:
         Homes are only a hint: a leaf another process collected since (the message may still
         be an object of its own) drops the hint instead of failing the read.
         """
-        leaf_id = self._homes.get(object_id)
+        leaf_id = self._homes.get(object_id) if self._has_homes() else None
         if leaf_id is None:
             return None
         try:
@@ -275,7 +281,7 @@ class ObjectDB:
         cache = self._bytes
         nodes = self._nodes
         wanted = [i for i in dict.fromkeys(ids) if i not in cache and i not in nodes]
-        if wanted and self._homes:
+        if wanted and self._has_homes():
             wanted = self._from_leaves(wanted)
         fetched = self.store.get_many(wanted) if wanted else {}
         known = self.known
@@ -348,7 +354,7 @@ class ObjectDB:
                 wanted.append(object_id)
             else:
                 result[object_id] = data
-        if wanted and self._homes:
+        if wanted and self._has_homes():
             remaining = self._from_leaves(wanted)
             for object_id in wanted:
                 data = self._bytes.get(object_id)
@@ -429,7 +435,7 @@ class ObjectDB:
     def _rehome(self, leaf_id: ObjectId, leaf: ListNode) -> None:
         """Name a cached packed leaf as its messages' home again if the map forgot it."""
         ids = leaf.ids
-        if ids and self._homes.get(ids[-1]) != leaf_id:
+        if ids and leaf_id not in self._unhomed and self._homes.get(ids[-1]) != leaf_id:
             self._home(leaf_id, leaf)
 
     def _home(self, leaf_id: ObjectId, leaf: ListNode) -> None:
@@ -438,17 +444,30 @@ class ObjectDB:
             # killed before it set core.format): writing format 1 onto them would name
             # messages that only a packed leaf holds, so this handle writes format 2 now.
             self._format = CURRENT_FORMAT
+        unhomed = self._unhomed
+        unhomed[leaf_id] = leaf
+        if len(unhomed) > _UNHOMED_LIMIT:
+            self._has_homes()
+
+    def _has_homes(self) -> bool:
+        """Name the messages of every packed leaf seen since the last call in :attr:`_homes`;
+        return whether it names any."""
         homes = self._homes
-        if len(homes) > _KNOWN_LIMIT:
-            # Forget the oldest half only: the leaves being read now (maybe in this very
-            # batch) must keep naming their messages.
-            for key in list(islice(homes, len(homes) // 2)):
-                del homes[key]
-        values = leaf.values
-        if values is not None and None in values:  # large messages stay objects of their own
-            homes.update({i: leaf_id for i, v in zip(leaf.ids, values) if v is not None})
-        else:
-            homes.update(dict.fromkeys(leaf.ids, leaf_id))
+        unhomed = self._unhomed
+        if unhomed:
+            for leaf_id, leaf in unhomed.items():
+                if len(homes) > _KNOWN_LIMIT:
+                    # Forget the oldest half only: the leaves being read now (maybe in this
+                    # very batch) must keep naming their messages.
+                    for key in list(islice(homes, len(homes) // 2)):
+                        del homes[key]
+                values = leaf.values
+                if values is not None and None in values:  # large messages stay objects
+                    homes.update({i: leaf_id for i, v in zip(leaf.ids, values) if v is not None})
+                else:
+                    homes.update(dict.fromkeys(leaf.ids, leaf_id))
+            unhomed.clear()
+        return bool(homes)
 
     def remember(self, object_id: ObjectId, obj: StoredObject) -> None:
         """Cache a freshly built structural object (it need not be stored yet)."""
@@ -550,3 +569,4 @@ class ObjectDB:
         self.known.clear()
         self.large_values.clear()
         self._homes.clear()
+        self._unhomed.clear()

@@ -36,7 +36,7 @@ from .snapshot import (
     StoredMessages,
     WrittenSnapshot,
     load_snapshot_object,
-    read_messages,
+    read_conversation,
     read_snapshot,
     read_values,
     write_snapshot,
@@ -101,8 +101,8 @@ class ObjectDatabase(ObjectDB):
         :meth:`read_snapshot` does, without building a ``statevcs.Snapshot`` (so without
         loading pydantic: the command line's ``show`` reads this way)."""
         obj = self.load_snapshot(snapshot_id)
-        messages, _ = read_messages(self, obj.messages)
-        messages.extend(self.iter_docs(obj.tail))
+        messages, _, tail = read_conversation(self, obj)
+        messages.extend(tail)
         codec = serializer_for(obj.state_codec, self.serializer)
         state = read_values(self, read_map(self, obj.state), codec)
         extras = read_values(self, read_map(self, obj.extras), None)

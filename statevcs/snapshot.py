@@ -10,7 +10,7 @@ import msgpack
 from blake3 import blake3
 
 from .documents import MAX_DOCUMENT_DEPTH, check_depth, may_be_too_deep, refusal, short_repr
-from .errors import CorruptObject, SerializationError
+from .errors import CorruptObject, MissingObject, SerializationError
 from .hashing import ObjectId, hash_bytes, to_hex
 from .objectdb import ObjectDB
 from .objects import (
@@ -493,15 +493,13 @@ def read_snapshot(
 ) -> ReadSnapshot:
     """Read a snapshot back into fresh Python objects (messages built by ``decoder``, if any)."""
     obj = load_snapshot_object(db, snapshot_id)
-    messages, tree_ids = read_messages(db, obj.messages, decoder)
+    messages, tree_ids, tail = read_conversation(db, obj, decoder)
     if decoder is None:
-        messages.extend(db.iter_docs(obj.tail))
+        messages.extend(tail)
     else:
         start = len(messages)
         adopt = decoder.adopt
-        messages.extend(
-            adopt(value, index) for index, value in enumerate(db.iter_docs(obj.tail), start)
-        )
+        messages.extend(adopt(value, index) for index, value in enumerate(tail, start))
         messages = decoder.collect(messages)
     stored = StoredMessages(obj.messages, len(tree_ids), obj.tail, [*tree_ids, *obj.tail])
     codec = serializer_for(obj.state_codec, serializer)
@@ -560,6 +558,27 @@ def read_messages(
     return messages, ids
 
 
+def read_conversation(
+    db: ObjectDB, obj: SnapshotObject, decoder: MessageDecoder | None = None
+) -> tuple[list[Any], list[ObjectId], list[Any]]:
+    """Return a stored snapshot's tree messages (see :func:`read_messages`), their ids, and
+    its open tail's messages (plain values: ``decoder`` builds only the tree's).
+
+    The tail is read first: every tail message is an object of its own, and looking them up
+    after the tree would make the object database name every packed leaf's messages first,
+    for nothing. A tail message only a packed leaf holds (written by early 0.2 development
+    builds) is still found, through the tree's leaves.
+    """
+    try:
+        tail: list[Any] | None = db.load_docs(obj.tail)
+    except MissingObject:
+        tail = None
+    messages, ids = read_messages(db, obj.messages, decoder)
+    if tail is None:
+        tail = db.load_docs(obj.tail)
+    return messages, ids, tail
+
+
 def stored_messages(db: ObjectDB, obj: SnapshotObject) -> StoredMessages:
     """Return the stored conversation of a snapshot object, with every message id."""
     tree_ids = prolly.items(db, obj.messages)
@@ -585,6 +604,7 @@ __all__ = [
     "WrittenSnapshot",
     "check_codec_name",
     "encode_messages",
+    "read_conversation",
     "read_snapshot",
     "read_values",
     "write_snapshot",

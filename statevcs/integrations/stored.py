@@ -18,7 +18,7 @@ from ..errors import CorruptObject, RefConflict, RefExists
 from ..hashing import to_hex
 from ..objects import CommitObject, SnapshotObject
 from ..refs import branch_ref
-from ..snapshot import load_snapshot_object, message_ids_from, read_messages
+from ..snapshot import load_snapshot_object, message_ids_from, read_conversation
 from ..structures import prolly
 
 if TYPE_CHECKING:
@@ -50,8 +50,8 @@ def snapshot_messages(repo: Repo, obj: SnapshotObject, *, last: int | None = Non
         total = prolly.length(db, obj.messages) + len(obj.tail)
         if last < total:
             return list(db.iter_docs(message_ids_from(db, obj, total - last)))
-    messages, _ids = read_messages(db, obj.messages)
-    messages.extend(db.iter_docs(obj.tail))
+    messages, _ids, tail = read_conversation(db, obj)
+    messages.extend(tail)
     return messages
 
 

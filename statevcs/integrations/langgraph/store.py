@@ -53,7 +53,7 @@ from ...objects import CommitObject, SnapshotObject, encode_doc
 from ...plumbing import ObjectDatabase
 from ...repo import Repo
 from ...serializers import serializer_for
-from ...snapshot import MessageBase, Snapshot, StoredMessages, read_messages, read_values
+from ...snapshot import MessageBase, Snapshot, StoredMessages, read_conversation, read_values
 from ...stores.base import RefUpdate
 from ...structures import prolly
 from ...structures.maps import read_map
@@ -504,8 +504,8 @@ def list_items(
     # Decoded per occurrence: an item that appears twice must be two objects. Packed leaves
     # (storage format 2) are decoded whole, without a document lookup per item.
     with paused_gc():
-        docs, ids = read_messages(repo.objects, snap.messages)
-        docs.extend(repo.objects.iter_docs(snap.tail))
+        docs, ids, tail = read_conversation(repo.objects, snap)
+        docs.extend(tail)
         ids.extend(snap.tail)
         for object_id, doc in zip(ids, docs):
             channel: Any = doc.get("channel") if type(doc) is dict else None
