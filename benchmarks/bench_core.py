@@ -32,6 +32,7 @@ from blake3 import blake3
 
 import statevcs
 from statevcs.adapters import register_adapter
+from statevcs.objectdb import unpack_stored
 
 rng = random.Random(42)
 WORDS = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 9))) for _ in range(3000)]
@@ -300,6 +301,19 @@ def format_comparison(folder: Path, turns: int, rounds: int) -> list[tuple[Any, 
     return rows
 
 
+def bytes_by_kind(repo: statevcs.Repo) -> dict[str, tuple[int, int]]:
+    """``{object kind: (objects, stored bytes)}`` over every object of ``repo``."""
+    ids = [object_id for object_id, _size in repo.store.iter_objects()]
+    found: dict[str, tuple[int, int]] = {}
+    for start in range(0, len(ids), 500):
+        for object_id, data in repo.store.get_many(ids[start : start + 500]).items():
+            plain = unpack_stored(repo.store, object_id, data)
+            kind = str(msgpack.unpackb(plain, raw=False, strict_map_key=False)[0])
+            count, size = found.get(kind, (0, 0))
+            found[kind] = (count + 1, size + len(data))
+    return found
+
+
 def windows(turns: int) -> list[tuple[int, int]]:
     """The turn windows of the objects-per-commit table, each once (with ``--quick``'s 100
     turns the middle one is the last one)."""
@@ -334,6 +348,7 @@ def main() -> int:
             per_commit.append(now - count)
             count = now
         single = repo.stats()
+        kinds = bytes_by_kind(repo)
         # Ten forks of 10 turns each from turn `fork_at`.
         fork_bytes = 0
         for f in range(10):
@@ -368,6 +383,15 @@ def main() -> int:
         print(f"fork messages' bytes             {fork_bytes:,}")
         ratio = forked.bytes_stored / (single.bytes_stored + fork_bytes)
         print(f"forked / (single + fork msgs)    {ratio:.3f}")
+        per_fork = (forked.bytes_stored - single.bytes_stored) / fork_bytes
+        print(f"bytes per forked turn / its msgs {per_fork:.2f}x")
+        print()
+        print("== bytes stored by object kind, single branch ==")
+        print("kind       objects     bytes  per object  / distinct")
+        for kind, (count, size) in sorted(kinds.items(), key=lambda item: -item[1][1]):
+            print(
+                f"{kind:<9} {count:>8,} {size:>9,} {size / count:>11.0f} {size / distinct:>11.2f}"
+            )
         print()
         print("== objects written per commit (2 new messages) ==")
         print("turns      median  max")
