@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import pydantic_core
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
@@ -32,13 +33,22 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
+from pydantic import TypeAdapter
 
 from ...adapters import tracked_messages
 from ...errors import RefConflict, StateVCSError
-from ...hashing import to_hex
+from ...hashing import ObjectId, from_hex, to_hex
 from ...refs import branch_ref, check_short_name
 from ...repo import Repo
 from ...snapshot import Snapshot
+from ..stored import (
+    branch_tip,
+    commit_snapshot,
+    paused_gc,
+    snapshot_extras,
+    snapshot_messages,
+    snapshot_state,
+)
 
 KIND = "google_adk.session"
 """The snapshot kind of a session's commits."""
@@ -81,9 +91,36 @@ def event_record(event: Event) -> dict[str, Any]:
     return record
 
 
+def _json(value: Any) -> bytes:
+    # The JSON json.dumps writes (NaN and infinities as constants), ten times faster.
+    return pydantic_core.to_json(value, inf_nan_mode="constants")
+
+
 def event_from_record(record: Any) -> Event:
     """An event from its stored form (the inverse of :func:`event_record`)."""
-    return Event.model_validate_json(json.dumps(record))
+    return Event.model_validate_json(_json(record))
+
+
+_EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
+
+
+def events_from_records(records: Sequence[Any]) -> list[Event]:
+    """Events from their stored forms, in order: each as :func:`event_from_record` gives it,
+    validated in JSON mode (bytes as base64, as ADK's SQLite service reads its rows), all from
+    one JSON array."""
+    if not records:
+        return []
+    return _EVENTS.validate_json(_json(list(records)))
+
+
+def _at_or_after(record: Any, after: float) -> bool:
+    """Whether stored event ``record`` may be at or after ``after``: ``False`` only when its
+    stored timestamp says it is earlier (a record without a plain one is kept, and decided once
+    validated)."""
+    stamp = record.get("timestamp") if isinstance(record, dict) else None
+    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
+        return stamp >= after
+    return True
 
 
 class StateVCSSessionService(BaseSessionService):
@@ -126,9 +163,10 @@ class StateVCSSessionService(BaseSessionService):
     # --- scoped state ----------------------------------------------------------------------
 
     def _scoped(self, branch: str) -> dict[str, Any]:
-        if not self._exists(branch):
-            return {}
-        return dict(self.repo.show(branch).state)
+        """The state at ``branch``'s tip (``{}`` for none), read without a live snapshot."""
+        with self.repo.store.operation():
+            tip = branch_tip(self.repo, branch)
+            return {} if tip is None else snapshot_state(self.repo, commit_snapshot(self.repo, tip))
 
     def _update_scoped(self, branch: str, delta: dict[str, Any], what: str) -> None:
         if not delta:
@@ -240,20 +278,42 @@ class StateVCSSessionService(BaseSessionService):
         self._retry(branch, edit, f"create session {session_id}", {"op": "create"})
         return self._merged(session)
 
-    def _load(self, branch: str, config: GetSessionConfig | None) -> Session:
-        snapshot = self.repo.show(branch)
-        extras = snapshot.extras
-        records = list(snapshot.messages)
-        if config is not None and config.num_recent_events is not None:
-            records = records[-config.num_recent_events :] if config.num_recent_events else []
-        events = [event_from_record(r) for r in records]
-        if config is not None and config.after_timestamp is not None:
-            events = [e for e in events if e.timestamp >= config.after_timestamp]
+    def _load(self, at: str | ObjectId, config: GetSessionConfig | None) -> Session | None:
+        """The session at branch ``at``'s tip (``None`` if it has none) or at commit ``at``,
+        with app and user state merged in.
+
+        Read straight from the store in one consistent read (no live snapshot): the session's
+        extras and state, the app's and user's state, and its events' stored forms (only the
+        last ``num_recent_events``, from the leaves that hold them); then validated at once.
+        Everything returned is fresh: a caller's edits reach nothing stored.
+        """
+        repo = self.repo
+        last = None if config is None else config.num_recent_events
+        after = None if config is None else config.after_timestamp
+        with paused_gc():  # thousands of events allocate many objects, none in a cycle
+            with repo.store.operation():
+                tip = branch_tip(repo, at) if isinstance(at, str) else at
+                if tip is None:
+                    return None
+                obj = commit_snapshot(repo, tip)
+                extras = snapshot_extras(repo, obj)
+                state = snapshot_state(repo, obj)
+                records = snapshot_messages(repo, obj, last=last)
+                app_name, user_id = extras["app_name"], extras["user_id"]
+                app = self._scoped(self._name(app_name, "app"))
+                user = self._scoped(self._name(app_name, "users", user_id))
+            if after is not None:
+                records = [r for r in records if _at_or_after(r, after)]
+            events = events_from_records(records)
+        if after is not None:  # the records without a plain timestamp, now validated
+            events = [e for e in events if e.timestamp >= after]
+        state.update({State.APP_PREFIX + k: v for k, v in app.items()})
+        state.update({State.USER_PREFIX + k: v for k, v in user.items()})
         return Session(
-            app_name=extras["app_name"],
-            user_id=extras["user_id"],
+            app_name=app_name,
+            user_id=user_id,
             id=extras["id"],
-            state=dict(snapshot.state),
+            state=state,
             events=events,
             last_update_time=extras["updated"],
         )
@@ -267,10 +327,7 @@ class StateVCSSessionService(BaseSessionService):
         config: GetSessionConfig | None = None,
     ) -> Session | None:
         """The session at its branch tip, with app and user state merged in (``None`` if none)."""
-        branch = self.session_branch(app_name, user_id, session_id.strip())
-        if not self._exists(branch):
-            return None
-        return self._merged(self._load(branch, config))
+        return self._load(self.session_branch(app_name, user_id, session_id.strip()), config)
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
@@ -283,7 +340,8 @@ class StateVCSSessionService(BaseSessionService):
         for name in self.repo.branches():
             if name.startswith(prefix):
                 session = self._load(name, GetSessionConfig(num_recent_events=0))
-                sessions.append(self._merged(session))
+                if session is not None:  # deleted since the listing
+                    sessions.append(session)
         sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=sessions)
 
@@ -340,7 +398,9 @@ class StateVCSSessionService(BaseSessionService):
             raise SessionNotFoundError(f"Session {session_id} not found.")
         rev = _check_str(rev, "rev")
         target = branch_ref(branch) + rev if rev.startswith(("~", "^")) else rev
-        return self._merged(self._load(self.repo.resolve(target), None))
+        session = self._load(from_hex(self.repo.resolve(target)), None)
+        assert session is not None  # a commit always holds a session
+        return session
 
     async def fork_session(
         self,
