@@ -4,8 +4,7 @@ A session that only needs the items of a branch tip (``get_items``, ``messages()
 need a live, change-tracked snapshot: :func:`commit_messages` decodes the message tree (and
 nothing else: no state, no extras) into fresh values that share nothing with any cache, so a
 caller may mutate them freely. With ``last`` it reads only the leaves holding the last
-``last`` messages. :func:`snapshot_state` and :func:`snapshot_extras` read the other two maps
-the same way, each on its own. Nothing here imports a framework.
+``last`` messages. Nothing here imports a framework.
 """
 
 from __future__ import annotations
@@ -19,10 +18,8 @@ from ..errors import CorruptObject
 from ..hashing import to_hex
 from ..objects import CommitObject, SnapshotObject
 from ..refs import branch_ref
-from ..serializers import serializer_for
-from ..snapshot import load_snapshot_object, message_ids_from, read_messages, read_values
+from ..snapshot import load_snapshot_object, message_ids_from, read_messages
 from ..structures import prolly
-from ..structures.maps import read_map
 
 if TYPE_CHECKING:
     from ..hashing import ObjectId
@@ -63,21 +60,6 @@ def commit_messages(repo: Repo, commit_id: ObjectId, *, last: int | None = None)
     return snapshot_messages(repo, commit_snapshot(repo, commit_id), last=last)
 
 
-def snapshot_state(repo: Repo, obj: SnapshotObject) -> dict[str, Any]:
-    """The state of stored snapshot ``obj`` as fresh values (decoded with the codec it was
-    written with), as ``repo.show(...).state`` holds it; messages and extras are not read."""
-    db = repo.objects
-    return read_values(
-        db, read_map(db, obj.state), serializer_for(obj.state_codec, repo.serializer)
-    )
-
-
-def snapshot_extras(repo: Repo, obj: SnapshotObject) -> dict[str, Any]:
-    """The extras of stored snapshot ``obj``, as ``repo.show(...).extras`` holds them."""
-    db = repo.objects
-    return read_values(db, read_map(db, obj.extras), None)
-
-
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """Pause Python's cycle collector while a whole conversation is decoded.
@@ -96,12 +78,4 @@ def paused_gc() -> Iterator[None]:
         gc.enable()
 
 
-__all__ = [
-    "branch_tip",
-    "commit_messages",
-    "commit_snapshot",
-    "paused_gc",
-    "snapshot_extras",
-    "snapshot_messages",
-    "snapshot_state",
-]
+__all__ = ["branch_tip", "commit_messages", "commit_snapshot", "paused_gc", "snapshot_messages"]
