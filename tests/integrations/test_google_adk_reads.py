@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+import uuid
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -351,3 +352,30 @@ def test_a_session_deleted_or_never_made_reads_as_none(tmp_path: Path) -> None:
         run(service.delete_session(**KEY))
         assert run(service.get_session(**KEY)) is None
         assert run(service.list_sessions(app_name="app")).sessions == []
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    session_id=st.one_of(st.integers(), st.none(), st.binary(), st.lists(st.text())),
+    config=st.one_of(st.just({"num_recent_events": 1}), st.integers(), st.text()),
+)
+def test_reads_refuse_wrong_argument_types_and_change_nothing(
+    tmp_path: Path, session_id: Any, config: Any
+) -> None:
+    with Repo.init(tmp_path / f"repo-{uuid.uuid4().hex}") as repo:
+        service = StateVCSSessionService(repo)
+        run(service.create_session(**KEY))
+        before = run(service.get_session(**KEY))
+        with pytest.raises(TypeError, match="session_id"):
+            run(service.get_session(app_name="app", user_id="u", session_id=session_id))
+        with pytest.raises(TypeError, match="session_id"):
+            run(
+                service.get_session_at(app_name="app", user_id="u", session_id=session_id, rev="~0")
+            )
+        with pytest.raises(TypeError, match="session_id"):
+            run(service.delete_session(app_name="app", user_id="u", session_id=session_id))
+        with pytest.raises(TypeError, match="config"):
+            run(service.get_session(**KEY, config=config))
+        assert run(service.get_session(**KEY)) == before

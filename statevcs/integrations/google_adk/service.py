@@ -372,7 +372,10 @@ class StateVCSSessionService(BaseSessionService):
         config: GetSessionConfig | None = None,
     ) -> Session | None:
         """The session at its branch tip, with app and user state merged in (``None`` if none)."""
-        return self._load(self.session_branch(app_name, user_id, session_id.strip()), config)
+        if config is not None and not isinstance(config, GetSessionConfig):
+            raise TypeError(f"config must be a GetSessionConfig, got {type(config).__name__}")
+        session_id = _check_str(session_id, "session_id").strip()
+        return self._load(self.session_branch(app_name, user_id, session_id), config)
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
@@ -392,7 +395,9 @@ class StateVCSSessionService(BaseSessionService):
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Delete the session's branch (its commits stay until ``repo.gc``)."""
-        branch = self.session_branch(app_name, user_id, session_id.strip())
+        branch = self.session_branch(
+            app_name, user_id, _check_str(session_id, "session_id").strip()
+        )
         if self._exists(branch):
             self.repo.delete_branch(branch)
 
@@ -438,7 +443,9 @@ class StateVCSSessionService(BaseSessionService):
     ) -> Session:
         """The session as it was at revision ``rev`` (``~n``: n events back on its branch; or
         any commit id), with today's app and user state merged in."""
-        branch = self.session_branch(app_name, user_id, session_id.strip())
+        branch = self.session_branch(
+            app_name, user_id, _check_str(session_id, "session_id").strip()
+        )
         if not self._exists(branch):
             raise SessionNotFoundError(f"Session {session_id} not found.")
         rev = _check_str(rev, "rev")
