@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from statevcs import Repo
 from statevcs.integrations.google_adk import StateVCSSessionService
-from statevcs.integrations.google_adk.service import (
+from statevcs.integrations.google_adk.events import (
     event_from_record,
     event_record,
     events_from_records,

@@ -15,17 +15,13 @@ session at any event as a new branch pointing at that event's commit (O(1), shar
 
 from __future__ import annotations
 
-import functools
-import json
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-import pydantic_core
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
-from google.adk.events.event_actions import EventActions
 from google.adk.platform import time as platform_time
 from google.adk.platform import uuid as platform_uuid
 from google.adk.sessions.base_session_service import (
@@ -35,8 +31,6 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
-from google.genai import types
-from pydantic import TypeAdapter
 
 from ...adapters import tracked_messages
 from ...errors import RefConflict, StateVCSError
@@ -45,6 +39,7 @@ from ...refs import branch_ref, check_short_name
 from ...repo import Repo
 from ...snapshot import Snapshot
 from ..stored import branch_tip, commit_snapshot, paused_gc, snapshot_messages
+from .events import event_from_record, event_record, events_from_records
 from .stored_maps import snapshot_extras, snapshot_state
 
 KIND = "google_adk.session"
@@ -80,82 +75,6 @@ def _split(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[
         elif not key.startswith(State.TEMP_PREFIX):
             session[key] = value
     return app, user, session
-
-
-def event_record(event: Event) -> dict[str, Any]:
-    """An event's stored form: the JSON ADK's own SQLite session service writes."""
-    record: dict[str, Any] = json.loads(event.model_dump_json(exclude_none=True))
-    return record
-
-
-def _json(value: Any) -> bytes:
-    # The JSON json.dumps writes (NaN and infinities as constants), ten times faster.
-    return pydantic_core.to_json(value, inf_nan_mode="constants")
-
-
-def event_from_record(record: Any) -> Event:
-    """An event from its stored form (the inverse of :func:`event_record`)."""
-    return Event.model_validate_json(_json(record))
-
-
-_EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
-
-
-def _probe() -> Event:
-    """An event with a field of every awkward kind: bytes (base64 in JSON), a thought
-    signature, a function call and response, state, artifact and metadata values."""
-    return Event(
-        invocation_id="probe",
-        author="model",
-        content=types.Content(
-            role="model",
-            parts=[
-                types.Part(inline_data=types.Blob(data=b"\x00\xff\x80", mime_type="image/png")),
-                types.Part(text="t\u00e9", thought=True, thought_signature=b"\xfe\x00"),
-                types.Part(function_call=types.FunctionCall(id="c", name="f", args={"a": [1.5]})),
-                types.Part(
-                    function_response=types.FunctionResponse(id="c", name="f", response={"r": 1})
-                ),
-            ],
-        ),
-        actions=EventActions(state_delta={"k": {"n": [1, None]}}, artifact_delta={"a.png": 0}),
-        custom_metadata={"m": {"x": 2.5}},
-        timestamp=1.25,
-    )
-
-
-@functools.cache
-def python_mode_is_exact() -> bool:
-    """Whether a stored record validated as Python data gives the event its JSON gives.
-
-    It does when pydantic decodes a base64 string into a bytes field in Python mode too, as
-    ADK's own ``DatabaseSessionService`` relies on (pydantic 2.10 on); checked once, on an event
-    with a field of every awkward kind.
-    """
-    probe = _probe()
-    record = event_record(probe)
-    from_python = Event.model_validate(record)
-    from_json = event_from_record(record)
-    return from_python == from_json == probe and from_python.model_dump(
-        mode="json"
-    ) == from_json.model_dump(mode="json")
-
-
-def validate_events(records: Sequence[Any], *, python: bool) -> list[Event]:
-    """Events from their stored forms, in order, all validated at once: as Python data
-    (``python=True``: only exact when :func:`python_mode_is_exact`) or from one JSON array
-    (bytes as base64, as ADK's SQLite service reads its rows)."""
-    if not records:
-        return []
-    if python:
-        return _EVENTS.validate_python(list(records))
-    return _EVENTS.validate_json(_json(list(records)))
-
-
-def events_from_records(records: Sequence[Any]) -> list[Event]:
-    """Events from their stored forms, in order: each as :func:`event_from_record` gives it,
-    validated at once (as Python data where that is exact, which skips writing JSON)."""
-    return validate_events(records, python=python_mode_is_exact())
 
 
 def _at_or_after(record: Any, after: float) -> bool:
@@ -503,7 +422,4 @@ __all__ = [
     "StateVCSSessionService",
     "event_from_record",
     "event_record",
-    "events_from_records",
-    "python_mode_is_exact",
-    "validate_events",
 ]
