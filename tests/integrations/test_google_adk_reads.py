@@ -23,6 +23,7 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from statevcs import Repo
 from statevcs.integrations.google_adk import StateVCSSessionService
@@ -379,3 +380,59 @@ def test_reads_refuse_wrong_argument_types_and_change_nothing(
         with pytest.raises(TypeError, match="config"):
             run(service.get_session(**KEY, config=config))
         assert run(service.get_session(**KEY)) == before
+
+
+def mutated_record(draw: st.DrawFn) -> Any:
+    """A stored record with one field replaced by any JSON value, or any JSON value at all."""
+    record = event_record(draw(hostile_events())[0])
+    if draw(st.booleans()):
+        return draw(json_values)
+    target = record
+    path = draw(
+        st.lists(st.sampled_from(["content", "parts", 0, "actions", "state_delta"]), max_size=3)
+    )
+    for step in path:
+        if (
+            isinstance(target, dict)
+            and isinstance(step, str)
+            and isinstance(target.get(step), (dict, list))
+        ):
+            target = target[step]
+        elif isinstance(target, list) and isinstance(step, int) and target:
+            target = target[0]
+    key = draw(
+        st.sampled_from(
+            ["timestamp", "author", "id", "data", "thought_signature", "text", "role", "x"]
+        )
+    )
+    if isinstance(target, dict):
+        target[key] = draw(json_values)
+    return record
+
+
+drawn = {"id", "timestamp"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_hostile_records_are_refused_or_read_alike_in_both_modes(data: st.DataObject) -> None:
+    records = [mutated_record(data.draw) for _ in range(data.draw(st.integers(1, 3)))]
+    outcomes = []
+    for python in (True, False):
+        try:
+            events = validate_events(records, python=python)
+        except ValidationError:
+            outcomes.append("refused")
+        else:
+            # an event without a stored id or timestamp draws a new one: leave those out
+            outcomes.append(
+                [
+                    {
+                        k: v
+                        for k, v in e.items()
+                        if (isinstance(r, dict) and k in r) or k not in drawn
+                    }
+                    for e, r in zip(dumped(events), records, strict=True)
+                ]
+            )
+    assert outcomes[0] == outcomes[1]
