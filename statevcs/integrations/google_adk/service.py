@@ -15,7 +15,6 @@ session at any event as a new branch pointing at that event's commit (O(1), shar
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -35,10 +34,13 @@ from google.adk.sessions.state import State
 
 from ...adapters import tracked_messages
 from ...errors import RefConflict, StateVCSError
-from ...hashing import to_hex
+from ...hashing import ObjectId, from_hex, to_hex
 from ...refs import branch_ref, check_short_name
 from ...repo import Repo
 from ...snapshot import Snapshot
+from ..stored import branch_tip, commit_snapshot, paused_gc, snapshot_messages
+from .events import event_from_record, event_record, events_from_records
+from .stored_maps import snapshot_extras, snapshot_state
 
 KIND = "google_adk.session"
 """The snapshot kind of a session's commits."""
@@ -75,15 +77,14 @@ def _split(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[
     return app, user, session
 
 
-def event_record(event: Event) -> dict[str, Any]:
-    """An event's stored form: the JSON ADK's own SQLite session service writes."""
-    record: dict[str, Any] = json.loads(event.model_dump_json(exclude_none=True))
-    return record
-
-
-def event_from_record(record: Any) -> Event:
-    """An event from its stored form (the inverse of :func:`event_record`)."""
-    return Event.model_validate_json(json.dumps(record))
+def _at_or_after(record: Any, after: float) -> bool:
+    """Whether stored event ``record`` may be at or after ``after``: ``False`` only when its
+    stored timestamp says it is earlier (a record without a plain one is kept, and decided once
+    validated)."""
+    stamp = record.get("timestamp") if isinstance(record, dict) else None
+    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
+        return stamp >= after
+    return True
 
 
 class StateVCSSessionService(BaseSessionService):
@@ -126,9 +127,10 @@ class StateVCSSessionService(BaseSessionService):
     # --- scoped state ----------------------------------------------------------------------
 
     def _scoped(self, branch: str) -> dict[str, Any]:
-        if not self._exists(branch):
-            return {}
-        return dict(self.repo.show(branch).state)
+        """The state at ``branch``'s tip (``{}`` for none), read without a live snapshot."""
+        with self.repo.store.operation():
+            tip = branch_tip(self.repo, branch)
+            return {} if tip is None else snapshot_state(self.repo, commit_snapshot(self.repo, tip))
 
     def _update_scoped(self, branch: str, delta: dict[str, Any], what: str) -> None:
         if not delta:
@@ -240,20 +242,42 @@ class StateVCSSessionService(BaseSessionService):
         self._retry(branch, edit, f"create session {session_id}", {"op": "create"})
         return self._merged(session)
 
-    def _load(self, branch: str, config: GetSessionConfig | None) -> Session:
-        snapshot = self.repo.show(branch)
-        extras = snapshot.extras
-        records = list(snapshot.messages)
-        if config is not None and config.num_recent_events is not None:
-            records = records[-config.num_recent_events :] if config.num_recent_events else []
-        events = [event_from_record(r) for r in records]
-        if config is not None and config.after_timestamp is not None:
-            events = [e for e in events if e.timestamp >= config.after_timestamp]
+    def _load(self, at: str | ObjectId, config: GetSessionConfig | None) -> Session | None:
+        """The session at branch ``at``'s tip (``None`` if it has none) or at commit ``at``,
+        with app and user state merged in.
+
+        Read straight from the store in one consistent read (no live snapshot): the session's
+        extras and state, the app's and user's state, and its events' stored forms (only the
+        last ``num_recent_events``, from the leaves that hold them); then validated at once.
+        Everything returned is fresh: a caller's edits reach nothing stored.
+        """
+        repo = self.repo
+        last = None if config is None else config.num_recent_events
+        after = None if config is None else config.after_timestamp
+        with paused_gc():  # thousands of events allocate many objects, none in a cycle
+            with repo.store.operation():
+                tip = branch_tip(repo, at) if isinstance(at, str) else at
+                if tip is None:
+                    return None
+                obj = commit_snapshot(repo, tip)
+                extras = snapshot_extras(repo, obj)
+                state = snapshot_state(repo, obj)
+                records = snapshot_messages(repo, obj, last=last)
+                app_name, user_id = extras["app_name"], extras["user_id"]
+                app = self._scoped(self._name(app_name, "app"))
+                user = self._scoped(self._name(app_name, "users", user_id))
+            if after is not None:
+                records = [r for r in records if _at_or_after(r, after)]
+            events = events_from_records(records)
+        if after is not None:  # the records without a plain timestamp, now validated
+            events = [e for e in events if e.timestamp >= after]
+        state.update({State.APP_PREFIX + k: v for k, v in app.items()})
+        state.update({State.USER_PREFIX + k: v for k, v in user.items()})
         return Session(
-            app_name=extras["app_name"],
-            user_id=extras["user_id"],
+            app_name=app_name,
+            user_id=user_id,
             id=extras["id"],
-            state=dict(snapshot.state),
+            state=state,
             events=events,
             last_update_time=extras["updated"],
         )
@@ -267,10 +291,10 @@ class StateVCSSessionService(BaseSessionService):
         config: GetSessionConfig | None = None,
     ) -> Session | None:
         """The session at its branch tip, with app and user state merged in (``None`` if none)."""
-        branch = self.session_branch(app_name, user_id, session_id.strip())
-        if not self._exists(branch):
-            return None
-        return self._merged(self._load(branch, config))
+        if config is not None and not isinstance(config, GetSessionConfig):
+            raise TypeError(f"config must be a GetSessionConfig, got {type(config).__name__}")
+        session_id = _check_str(session_id, "session_id").strip()
+        return self._load(self.session_branch(app_name, user_id, session_id), config)
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
@@ -283,13 +307,16 @@ class StateVCSSessionService(BaseSessionService):
         for name in self.repo.branches():
             if name.startswith(prefix):
                 session = self._load(name, GetSessionConfig(num_recent_events=0))
-                sessions.append(self._merged(session))
+                if session is not None:  # deleted since the listing
+                    sessions.append(session)
         sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=sessions)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Delete the session's branch (its commits stay until ``repo.gc``)."""
-        branch = self.session_branch(app_name, user_id, session_id.strip())
+        branch = self.session_branch(
+            app_name, user_id, _check_str(session_id, "session_id").strip()
+        )
         if self._exists(branch):
             self.repo.delete_branch(branch)
 
@@ -335,12 +362,16 @@ class StateVCSSessionService(BaseSessionService):
     ) -> Session:
         """The session as it was at revision ``rev`` (``~n``: n events back on its branch; or
         any commit id), with today's app and user state merged in."""
-        branch = self.session_branch(app_name, user_id, session_id.strip())
+        branch = self.session_branch(
+            app_name, user_id, _check_str(session_id, "session_id").strip()
+        )
         if not self._exists(branch):
             raise SessionNotFoundError(f"Session {session_id} not found.")
         rev = _check_str(rev, "rev")
         target = branch_ref(branch) + rev if rev.startswith(("~", "^")) else rev
-        return self._merged(self._load(self.repo.resolve(target), None))
+        session = self._load(from_hex(self.repo.resolve(target)), None)
+        assert session is not None  # a commit always holds a session
+        return session
 
     async def fork_session(
         self,
