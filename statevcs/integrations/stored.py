@@ -18,8 +18,10 @@ from ..errors import CorruptObject, RefConflict, RefExists
 from ..hashing import to_hex
 from ..objects import CommitObject, SnapshotObject
 from ..refs import branch_ref
-from ..snapshot import load_snapshot_object, message_ids_from, read_conversation
+from ..serializers import serializer_for
+from ..snapshot import load_snapshot_object, message_ids_from, read_conversation, read_values
 from ..structures import prolly
+from ..structures.maps import read_map
 
 if TYPE_CHECKING:
     from ..hashing import ObjectId
@@ -53,6 +55,20 @@ def snapshot_messages(repo: Repo, obj: SnapshotObject, *, last: int | None = Non
     messages, _ids, tail = read_conversation(db, obj)
     messages.extend(tail)
     return messages
+
+
+def snapshot_state(repo: Repo, obj: SnapshotObject) -> dict[str, Any]:
+    """The state of stored snapshot ``obj`` as fresh values, decoded with the codec it was
+    written with (as ``repo.show(...).state`` holds it); messages and extras are not read."""
+    db = repo.objects
+    codec = serializer_for(obj.state_codec, repo.serializer)
+    return read_values(db, read_map(db, obj.state), codec)
+
+
+def snapshot_extras(repo: Repo, obj: SnapshotObject) -> dict[str, Any]:
+    """The extras of stored snapshot ``obj`` (as ``repo.show(...).extras`` holds them)."""
+    db = repo.objects
+    return read_values(db, read_map(db, obj.extras), None)
 
 
 def commit_messages(repo: Repo, commit_id: ObjectId, *, last: int | None = None) -> list[Any]:
@@ -104,5 +120,7 @@ __all__ = [
     "commit_snapshot",
     "fork_branch",
     "paused_gc",
+    "snapshot_extras",
     "snapshot_messages",
+    "snapshot_state",
 ]

@@ -5,8 +5,6 @@
   statevcs branches, plus ``fork_session`` at any event, sharing every earlier event.
 * :mod:`~statevcs.integrations.google_adk.events` -- an event's stored form, and validating
   many stored events at once, exactly.
-* :mod:`~statevcs.integrations.google_adk.stored_maps` -- a stored snapshot's state and extras,
-  read without a live snapshot.
 """
 
 from __future__ import annotations

@@ -38,9 +38,15 @@ from ...hashing import ObjectId, from_hex, to_hex
 from ...refs import branch_ref, check_short_name
 from ...repo import Repo
 from ...snapshot import Snapshot
-from ..stored import branch_tip, commit_snapshot, paused_gc, snapshot_messages
+from ..stored import (
+    branch_tip,
+    commit_snapshot,
+    paused_gc,
+    snapshot_extras,
+    snapshot_messages,
+    snapshot_state,
+)
 from .events import event_from_record, event_record, events_from_records
-from .stored_maps import snapshot_extras, snapshot_state
 
 KIND = "google_adk.session"
 """The snapshot kind of a session's commits."""
