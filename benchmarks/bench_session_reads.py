@@ -8,8 +8,9 @@ The peer benchmark's W1 conversation (``--turns`` turns, two items a turn) is wr
 ``Repo.open`` / session service, not timed; ADK's SQLite service first reads a missing session,
 untimed, so its schema check is not counted), interleaved, wall time and CPU time
 (``time.process_time``, which other processes on a shared machine disturb less), minimum over
-``--repeat`` reads. One ADK row reads on one long-lived ``Repo`` instead. One command, one
-table::
+``--repeat`` reads. The "long-lived" rows read through one handle kept open across reads (as a
+server keeps its session objects), the SDK's ``SQLiteSession`` through its one connection. One
+command, one table::
 
     python benchmarks/bench_session_reads.py                  # 1,000 turns, 15 reads each
     python benchmarks/bench_session_reads.py --turns 200 --repeat 5
@@ -114,8 +115,8 @@ def build(folder: Path, turns: int) -> None:
 
 
 def reads(folder: Path, stack: ExitStack) -> dict[str, Read]:
-    """Each read on a fresh handle (one ADK row: on a long-lived ``Repo`` that ``stack``
-    closes), by row label."""
+    """Each read on a fresh handle (the long-lived rows: on handles that ``stack`` closes), by
+    row label."""
     loop = asyncio.new_event_loop()
     stack.callback(loop.close)
 
@@ -171,14 +172,28 @@ def reads(folder: Path, stack: ExitStack) -> dict[str, Read]:
         return read
 
     long_lived = StateVCSSessionService(stack.enter_context(statevcs.Repo.open(folder / "repo")))
+    kept_repo = stack.enter_context(statevcs.Repo.open(folder / "repo"))
+    kept_ours = StateVCSSession(kept_repo, "bench")
+    kept_history = AgentHistory(kept_repo, "pydantic")
+    kept_theirs = SQLiteSession("bench", db_path=folder / "sessions.db")
+    stack.callback(kept_theirs.close)
+
+    def kept(session: Any) -> Read:
+        return lambda: _timed(lambda: loop.run_until_complete(session.get_items()))
+
     recent = GetSessionConfig(num_recent_events=LIMIT)
     return {
         "OpenAI Agents SQLiteSession get_items()": sdk(None),
         "OpenAI Agents StateVCSSession get_items()": ours(None),
         f"OpenAI Agents SQLiteSession get_items({LIMIT})": sdk(LIMIT),
         f"OpenAI Agents StateVCSSession get_items({LIMIT})": ours(LIMIT),
+        "OpenAI Agents SQLiteSession get_items(), long-lived session": kept(kept_theirs),
+        "OpenAI Agents StateVCSSession get_items(), long-lived session": kept(kept_ours),
         "Pydantic AI JSON history file (validate_json)": json_file,
         "Pydantic AI AgentHistory messages()": agent_history,
+        "Pydantic AI AgentHistory messages(), long-lived handle": lambda: _timed(
+            kept_history.messages
+        ),
         "Google ADK SqliteSessionService get_session()": adk_theirs(None),
         "Google ADK StateVCSSessionService get_session()": adk_ours(None),
         f"Google ADK SqliteSessionService get_session(num_recent_events={LIMIT})": adk_theirs(
