@@ -455,18 +455,21 @@ class ObjectDB:
         homes = self._homes
         unhomed = self._unhomed
         if unhomed:
-            for leaf_id, leaf in unhomed.items():
+            # Threads may read through one handle at once: iterate over a copy (another may
+            # add a leaf meanwhile), and drop each leaf only once it is named, so a thread
+            # finding the pending map empty finds every leaf it read named.
+            for leaf_id, leaf in list(unhomed.items()):
                 if len(homes) > _KNOWN_LIMIT:
                     # Forget the oldest half only: the leaves being read now (maybe in this
                     # very batch) must keep naming their messages.
                     for key in list(islice(homes, len(homes) // 2)):
-                        del homes[key]
+                        homes.pop(key, None)
                 values = leaf.values
                 if values is not None and None in values:  # large messages stay objects
                     homes.update({i: leaf_id for i, v in zip(leaf.ids, values) if v is not None})
                 else:
                     homes.update(dict.fromkeys(leaf.ids, leaf_id))
-            unhomed.clear()
+                unhomed.pop(leaf_id, None)
         return bool(homes)
 
     def remember(self, object_id: ObjectId, obj: StoredObject) -> None:

@@ -16,6 +16,8 @@ Every read must give back what was committed, every commit what it says, and fsc
 from __future__ import annotations
 
 import sqlite3
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -95,7 +97,9 @@ def _fresh_snapshot_id(messages: list[Any], k: int) -> str:
 
 
 def _open(store_or_folder: Any) -> Repo:
-    return Repo.open(store_or_folder) if isinstance(store_or_folder, Path) else Repo(store_or_folder)
+    return (
+        Repo.open(store_or_folder) if isinstance(store_or_folder, Path) else Repo(store_or_folder)
+    )
 
 
 def _exists(repo: Repo, commit_id: str) -> bool:
@@ -360,3 +364,38 @@ def test_a_tail_message_missing_everywhere_raises_naming_it(tmp_path: Path) -> N
             with pytest.raises(MissingObject, match=to_hex(lost)):
                 read(fresh)
         assert _dump(folder) == before
+
+
+def test_threads_reading_through_one_handle() -> None:
+    """Threads looking messages up by id through one handle at once: the pending leaves are
+    named while other threads add more (this raised "dictionary changed size during
+    iteration", and a leaf added during the naming was dropped unnamed: MissingObject)."""
+    interval = sys.getswitchinterval()
+    commits = []
+    with Repo.init("memory://") as repo:
+        for c in range(8):
+            messages = [_say(f"{c}-{i}") for i in range(300)]
+            commits.append((bytes.fromhex(repo.commit({"messages": messages}).id), messages))
+        errors: list[BaseException] = []
+
+        def read(reader: Repo, j: int) -> None:
+            try:
+                for t in range(3):
+                    commit_id, messages = commits[(j + t) % len(commits)]
+                    n = 50 + 37 * j
+                    assert commit_messages(reader, commit_id, last=n) == messages[-n:]
+            except BaseException as exc:  # reported below, with the others
+                errors.append(exc)
+
+        sys.setswitchinterval(1e-6)
+        try:
+            for _ in range(20):
+                reader = Repo(repo.store)
+                threads = [threading.Thread(target=read, args=(reader, j)) for j in range(6)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+        finally:
+            sys.setswitchinterval(interval)
+        assert errors == []
