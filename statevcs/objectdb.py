@@ -228,7 +228,7 @@ class ObjectDB:
             value = leaf.values[leaf.ids.index(object_id)]
             if value is not None:
                 return DOC_PREFIX + value
-        del self._homes[object_id]
+        self._homes.pop(object_id, None)
         return None
 
     def read_ahead(self, starts: Sequence[ObjectId], limit: int) -> dict[ObjectId, StoredObject]:
@@ -327,7 +327,7 @@ class ObjectDB:
                 except MissingObject:
                     for item_id in wanted:
                         if homes.get(item_id) == leaf_id:
-                            del homes[item_id]
+                            homes.pop(item_id, None)
         for leaf in leaves.values():
             if isinstance(leaf, ListNode):
                 self._cache_leaf(leaf)

@@ -215,7 +215,9 @@ def run_sequence(root: Any, ops: list[tuple[Any, ...]], tracked: bool) -> None:
 def limits(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """A pending-leaf limit of 2, a homes map of 20 or 40 entries; "tiny" squeezes every
     cache too, so reads must never depend on one."""
-    monkeypatch.setattr(objectdb, "_UNHOMED_LIMIT", 2 if request.param == "tiny" else 3)
+    monkeypatch.setattr(
+        objectdb, "_UNHOMED_LIMIT", 2 if request.param == "tiny" else 3, raising=False
+    )
     monkeypatch.setattr(objectdb, "_KNOWN_LIMIT", 20 if request.param == "tiny" else 40)
     if request.param == "tiny":
         monkeypatch.setattr(objectdb, "_BYTES_CACHE", 3000)
@@ -399,3 +401,124 @@ def test_threads_reading_through_one_handle() -> None:
         finally:
             sys.setswitchinterval(interval)
         assert errors == []
+
+
+def _check_all_by_id(repo: Repo, commit_ids: list[str], expected: dict[str, list[Any]]) -> None:
+    for commit_id in commit_ids:
+        messages = expected[commit_id]
+        check_lookups(repo, commit_id, messages, len(messages) // 3)
+
+
+@pytest.mark.parametrize("squeezed", [False, True], ids=["default", "squeezed"])
+def test_a_format_1_handle_reads_and_writes_across_an_upgrade(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, squeezed: bool
+) -> None:
+    """statevcs 0.1's repository: a handle opened before another upgrades it reads every
+    commit by message id before and after, then cuts each branch back (closed leaves of the
+    upgraded, packed trees into the open tail) without a checkout; all of it reads back."""
+    from test_upgrade import unpack_fixture
+
+    from statevcs.upgrade import read_upgrade_map
+
+    if squeezed:  # the map holds more than one read needs (see the test below)
+        monkeypatch.setattr(objectdb, "_UNHOMED_LIMIT", 2, raising=False)
+        monkeypatch.setattr(objectdb, "_KNOWN_LIMIT", 300)
+    folder, expected, _shows = unpack_fixture(tmp_path)
+    commit_ids: list[str] = expected["commits"]
+    with Repo.open(folder) as first:
+        messages = {c: first.show(c).messages for c in commit_ids}
+    stale = Repo.open(folder)
+    assert stale.storage_format == 1
+    _check_all_by_id(stale, commit_ids, messages)
+    with Repo.open(folder) as upgrader:
+        upgrader.upgrade()
+        mapped = {to_hex(k): to_hex(v) for k, v in read_upgrade_map(upgrader.objects).items()}
+        grown = [*upgrader.show("main").messages, *(_say(f"n{i}") for i in range(50))]
+        upgrader.commit({"messages": grown}, message="format 2", branch="main")
+    with stale:
+        _check_all_by_id(stale, commit_ids, messages)
+        new_ids = [mapped[c] for c in commit_ids if c in mapped]
+        _check_all_by_id(stale, new_ids, {mapped[c]: messages[c] for c in mapped})
+        cut: dict[str, tuple[str, list[Any]]] = {}
+        for branch in stale.branches():
+            tip = stale.show(branch).messages
+            kept = [*tip[: max(0, len(tip) - 3)], _say(f"after {branch}")]
+            commit = stale.commit({"messages": kept}, message="cut", branch=branch)
+            cut[branch] = (commit.id, kept)
+            assert stale.show(commit.id).messages == kept
+    with Repo.open(folder) as fresh:
+        for commit_id, kept in cut.values():
+            check_lookups(fresh, commit_id, kept, 1)
+        assert fresh.fsck().ok
+
+
+_CHILD = """
+import sys
+from statevcs import Repo
+from statevcs.integrations.stored import commit_messages
+folder, commit_id, keep = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with Repo.open(folder) as repo:
+    obj = {}
+    repo.checkout(obj, "main")  # a read only: the leaves stay pending
+    tail = commit_messages(repo, bytes.fromhex(commit_id), last=5)
+    assert tail == obj["messages"][-5:], (tail, obj["messages"][-5:])
+    del obj["messages"][keep:]
+    print(repo.commit(obj, message="cut in the child").id)
+    repo.reset("side", "main")
+    repo.gc(grace="0", expire_reflog="1s")
+"""
+
+
+def test_two_processes_cut_and_collect(tmp_path: Path) -> None:
+    """Another process that only read cuts the conversation back into its open tail and
+    collects everything else; this process's handle, which knows the old leaves, reads the
+    new tip by id and commits on top of it."""
+    import subprocess
+
+    folder = tmp_path / "repo"
+    messages = [_say(f"m{i}") for i in range(120)]
+    with Repo.init(folder) as repo:
+        repo.commit({"messages": []}, message="empty")
+        repo.branch("side", "main")
+        first = repo.commit({"messages": messages}, message="all")
+        repo.commit({"messages": [*messages, _say("x")]}, message="side", branch="side")
+    handle = Repo.open(folder)
+    check_lookups(handle, first.id, messages, 10)  # names every leaf's messages
+    time.sleep(1.1)
+    for keep in (77, 41):
+        child = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(folder), handle.resolve("main"), str(keep)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert child.returncode == 0, child.stderr
+        cut_id = child.stdout.strip()
+        check_lookups(handle, cut_id, messages[:keep], keep // 2)
+        obj: dict[str, Any] = {"messages": [*messages[: keep - 2], _say("mine")]}
+        mine = handle.commit(obj, message="mine", branch="main")
+        assert handle.show(mine.id).messages == obj["messages"]
+        time.sleep(1.1)
+    handle.close()
+    with Repo.open(folder) as fresh:
+        assert fresh.show("main").messages == [*messages[:39], _say("mine")]
+        assert fresh.fsck().ok
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=MissingObject,
+    reason="before and after c621a20: one read by id of more packed messages than the homes "
+    "map holds (_KNOWN_LIMIT, 4,000,000) evicts the homes of its own first leaves",
+)
+def test_one_read_of_more_packed_messages_than_the_map_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(objectdb, "_KNOWN_LIMIT", 20)
+    messages = [_say(f"m{i}") for i in range(60)]
+    with Repo.init("memory://") as repo:
+        commit = repo.commit({"messages": messages}, message="all")
+        with Repo(repo.store) as fresh:
+            snap = fresh.objects.load_snapshot(bytes.fromhex(commit.snapshot_id))
+            ids = message_ids_from(fresh.objects, snap, 1)
+            assert fresh.objects.load_docs(ids) == messages[1:]
