@@ -128,8 +128,11 @@ def check_lookups(repo: Repo, commit_id: str, expected: list[Any], start: int) -
     assert commit_messages(repo, bytes.fromhex(commit_id)) == expected
 
 
-def run_sequence(root: Any, ops: list[tuple[Any, ...]], tracked: bool) -> None:
-    """Apply ``ops`` with two handles taking turns; check every read and every commit."""
+def run_sequence(
+    root: Any, ops: list[tuple[Any, ...]], tracked: bool
+) -> list[tuple[str, list[Any]]]:
+    """Apply ``ops`` with two handles taking turns; check every read and every commit; return
+    (commit id, messages) of each commit."""
     handles = [_open(root), _open(root)]
     writer = 0
     committed: list[tuple[str, list[Any]]] = []
@@ -209,6 +212,7 @@ def run_sequence(root: Any, ops: list[tuple[Any, ...]], tracked: bool) -> None:
     with _open(root) as fresh:
         report = fresh.fsck()
         assert report.ok, report
+    return committed
 
 
 @pytest.fixture(params=["tiny", "squeezed"])
@@ -522,3 +526,55 @@ def test_one_read_of_more_packed_messages_than_the_map_holds(
             snap = fresh.objects.load_snapshot(bytes.fromhex(commit.snapshot_id))
             ids = message_ids_from(fresh.objects, snap, 1)
             assert fresh.objects.load_docs(ids) == messages[1:]
+
+
+_history_op = st.one_of(
+    st.tuples(st.just("append"), st.lists(_messages, min_size=1, max_size=40)),
+    st.tuples(st.just("truncate"), st.integers(0, 400)),
+    st.tuples(st.just("edit"), st.integers(0, 400), _messages),
+    st.tuples(st.just("insert"), st.integers(0, 400), st.lists(_messages, max_size=6)),
+    st.tuples(st.just("window"), st.integers(1, 20)),
+    st.tuples(st.just("restore"), st.integers(0, 60)),
+    st.tuples(st.just("fork"), st.integers(0, 60)),
+)
+
+
+def _history_answers(repo: Repo, pairs: list[tuple[str, str]], pattern: str) -> list[Any]:
+    answers: list[Any] = [(d.messages, d.state) for d in (repo.diff(a, b) for a, b in pairs)]
+    found = repo.search(pattern, all_refs=True)
+    answers.append((found.messages, found.commits, found.messages_searched))
+    return answers
+
+
+@given(
+    ops=st.lists(_history_op, min_size=1, max_size=10),
+    picks=st.lists(st.tuples(st.integers(0, 60), st.integers(0, 60)), min_size=1, max_size=4),
+    pattern=st.sampled_from(["a", "é", "b", "user"]),
+)
+@settings(
+    max_examples=30,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_diffs_and_search_on_a_cold_squeezed_handle(
+    ops: list[tuple[Any, ...]],
+    picks: list[tuple[int, int]],
+    pattern: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Diffs between commits and a search of the whole history answer the same on a handle
+    that read everything (default limits) and on a fresh one with squeezed limits."""
+    with Repo.init("memory://") as repo:
+        committed = run_sequence(repo.store, ops, tracked=False)
+        ids = [c for c, _ in committed]
+        pairs = [(ids[i % len(ids)], ids[j % len(ids)]) for i, j in picks]
+        with Repo(repo.store) as warm:
+            for commit_id in ids:
+                warm.show(commit_id)
+            expected = _history_answers(warm, pairs, pattern)
+        with monkeypatch.context() as squeeze:
+            squeeze.setattr(objectdb, "_UNHOMED_LIMIT", 2, raising=False)
+            squeeze.setattr(objectdb, "_KNOWN_LIMIT", 150)
+            squeeze.setattr(objectdb, "_NODE_CACHE", 5)
+            squeeze.setattr(objectdb, "_BYTES_CACHE", 3000)
+            with Repo(repo.store) as cold:
+                assert _history_answers(cold, pairs, pattern) == expected
