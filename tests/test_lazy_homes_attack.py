@@ -15,6 +15,7 @@ Every read must give back what was committed, every commit what it says, and fsc
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import sys
 import threading
@@ -578,3 +579,28 @@ def test_diffs_and_search_on_a_cold_squeezed_handle(
             squeeze.setattr(objectdb, "_BYTES_CACHE", 3000)
             with Repo(repo.store) as cold:
                 assert _history_answers(cold, pairs, pattern) == expected
+
+
+def test_the_command_line_shows_old_commits_and_the_legacy_tail(tmp_path: Path) -> None:
+    """``statevcs show`` in a process of its own: each commit of a history whose open tail
+    names a message only a closed leaf holds (its ``doc`` object deleted), and one whose
+    tail ``doc`` is lost for good (exit status not 0, the id named)."""
+    from test_cli import run
+
+    folder = tmp_path / "repo"
+    with Repo.init(folder) as repo:
+        for n in range(30, 60):  # a conversation whose open tail is not empty
+            old_messages = [_say(f"m{i}") for i in range(n)]
+            older = repo.commit({"messages": old_messages}, message="old")
+            old_tail = repo.objects.load_snapshot(bytes.fromhex(older.snapshot_id)).tail
+            if old_tail:
+                break
+        commit_id, messages, duplicate = _duplicated_in_tail(repo)
+    _delete_object(folder, _doc_id(duplicate))
+    for rev, expected in ((commit_id, messages), (older.id, old_messages)):
+        shown = run("show", rev, "--messages", "--json", cwd=folder).stdout
+        assert json.loads(shown)["snapshot"]["messages"] == expected
+    _delete_object(folder, old_tail[-1])
+    failed = run("show", older.id, "--messages", "--json", cwd=folder, code=None)
+    assert failed.returncode != 0
+    assert to_hex(old_tail[-1]) in failed.stderr
