@@ -20,6 +20,7 @@ import sqlite3
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -98,9 +99,12 @@ def _fresh_snapshot_id(messages: list[Any], k: int) -> str:
 
 
 def _open(store_or_folder: Any) -> Repo:
-    return (
-        Repo.open(store_or_folder) if isinstance(store_or_folder, Path) else Repo(store_or_folder)
-    )
+    """A new handle on a store object, a SQLite folder or a URL."""
+    if isinstance(store_or_folder, str):
+        return Repo.open(store_or_folder)
+    if isinstance(store_or_folder, Path):
+        return Repo.open(store_or_folder)
+    return Repo(store_or_folder)
 
 
 def _exists(repo: Repo, commit_id: str) -> bool:
@@ -604,3 +608,15 @@ def test_the_command_line_shows_old_commits_and_the_legacy_tail(tmp_path: Path) 
     failed = run("show", older.id, "--messages", "--json", cwd=folder, code=None)
     assert failed.returncode != 0
     assert to_hex(old_tail[-1]) in failed.stderr
+
+
+@given(ops=st.lists(_op, min_size=1, max_size=8))
+@settings(
+    max_examples=3,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_s3_two_handles(ops: list[tuple[Any, ...]], limits: None, seaweedfs: Any) -> None:
+    """A few sequences on S3 (SeaweedFS), the handles opened by URL."""
+    url = seaweedfs.url(f"t/{uuid.uuid4().hex}")
+    Repo.init(url).close()
+    run_sequence(url, ops, tracked=True)
