@@ -439,10 +439,11 @@ class ObjectDB:
             self._home(leaf_id, leaf)
 
     def _home(self, leaf_id: ObjectId, leaf: ListNode) -> None:
-        if self._format == 1:
+        if self._format != CURRENT_FORMAT:
             # Only an upgrade puts packed leaves in a repository (another process's, or one
             # killed before it set core.format): writing format 1 onto them would name
-            # messages that only a packed leaf holds, so this handle writes format 2 now.
+            # messages that only a packed leaf holds, so this handle writes format 2 now,
+            # also when it has not read core.format yet (None: it would read "1" later).
             self._format = CURRENT_FORMAT
         unhomed = self._unhomed
         unhomed[leaf_id] = leaf
