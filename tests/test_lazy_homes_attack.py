@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings, target
 from hypothesis import strategies as st
 
 import statevcs.objectdb as objectdb
@@ -38,6 +38,9 @@ from statevcs.snapshot import message_ids_from
 from statevcs.structures import chunking
 
 HUGE = chunking.CHUNK_THRESHOLD + 500
+CAP = 500
+"""Messages a conversation keeps: one read by id must fit the squeezed map of packed
+messages (see ``test_one_read_of_more_packed_messages_than_the_map_holds``)."""
 
 
 def _message(kind: int, text: str) -> Any:
@@ -57,7 +60,12 @@ _messages = st.builds(
     st.text(alphabet="abé", max_size=6),
 )
 
+_grow = st.tuples(st.just("grow"), st.integers(20, 150), st.integers(0, 3))
+"""Many small messages at once (a kind of shape, sometimes repeating): many closed leaves."""
+
 _op = st.one_of(
+    _grow,
+    _grow,
     st.tuples(st.just("append"), st.lists(_messages, min_size=1, max_size=40)),
     st.tuples(st.just("truncate"), st.integers(0, 400)),
     st.tuples(st.just("pop"), st.integers(1, 5)),
@@ -71,6 +79,8 @@ _op = st.one_of(
     st.tuples(st.just("read"), st.integers(0, 60), st.integers(0, 400)),
     st.tuples(st.just("gc"), st.booleans()),
     st.tuples(st.just("reset"), st.integers(0, 60)),
+    st.tuples(st.just("selfgc"), st.booleans()),
+    st.tuples(st.just("merge"), st.integers(0, 400), st.lists(_messages, max_size=8)),
 )
 
 
@@ -79,6 +89,9 @@ def _edit(messages: list[Any], op: tuple[Any, ...]) -> None:
     name, n = op[0], len(messages)
     if name == "append":
         messages.extend(op[1])
+    elif name == "grow":
+        start = len(messages)
+        messages.extend(_message(op[2], f"{(start + i) % 97}é{start}") for i in range(op[1]))
     elif name == "truncate":
         del messages[op[1] % (n + 1) :]
     elif name == "pop":
@@ -91,6 +104,7 @@ def _edit(messages: list[Any], op: tuple[Any, ...]) -> None:
         messages[i:i] = op[2]
     elif name == "window":
         del messages[: op[1]]
+    del messages[CAP:]
 
 
 def _fresh_snapshot_id(messages: list[Any], k: int) -> str:
@@ -198,6 +212,32 @@ def run_sequence(
                 if _exists(other, tip):
                     other.diff(commit_id, tip)
             continue
+        elif name == "merge" and committed:
+            # The other handle (maybe only a reader so far) cuts a side branch back and
+            # extends it; this side changes state only; the merge takes the side's messages.
+            side_name = f"side{step}"
+            other.branch(side_name, repo.resolve(branch))
+            side = blank()
+            other.checkout(side, side_name)
+            del side["messages"][op[1] % (len(side["messages"]) + 1) :]
+            side["messages"].extend(op[2])
+            k += 1
+            side["k"] = k
+            other.commit(side, message="side", branch=side_name)
+            obj["k"] = k
+            repo.commit(obj, message="ours", branch=branch)
+            merged = repo.merge(branch, side_name, fast_forward=False)
+            expected = list(side["messages"])
+            committed.append((merged.id, expected))
+            assert repo.show(merged.id).messages == expected
+            assert merged.snapshot_id == _fresh_snapshot_id(expected, k)
+            obj = blank()
+            repo.checkout(obj, branch)
+            continue
+        elif name == "selfgc":
+            # The writer collects itself (its caches are dropped), then writes on.
+            repo.gc(grace="0", expire_reflog="0" if op[1] else None)
+            continue
         elif name == "gc":
             # Another handle collects; with op[1] the reflogs go too (reset history dies).
             other.gc(grace="0", expire_reflog="0" if op[1] else None)
@@ -213,6 +253,9 @@ def run_sequence(
         assert commit.snapshot_id == _fresh_snapshot_id(expected, k)
     for handle in handles:
         handle.close()
+    longest = max((len(m) for _, m in committed), default=0)
+    target(float(longest), label="longest conversation")  # steer towards many leaves
+    event(f"longest conversation: {'>100' if longest > 100 else '<=100'}")
     # Every commit still stored reads back, each in a handle of its own, newest first.
     for commit_id, expected in reversed(committed):
         with _open(root) as fresh:
@@ -229,13 +272,12 @@ def run_sequence(
 
 @pytest.fixture(params=["tiny", "squeezed"])
 def limits(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pending-leaf limit of 2, a homes map of 20 or 40 entries; "tiny" squeezes every
-    cache too, so reads must never depend on one."""
-    monkeypatch.setattr(
-        objectdb, "_UNHOMED_LIMIT", 2 if request.param == "tiny" else 3, raising=False
-    )
-    monkeypatch.setattr(objectdb, "_KNOWN_LIMIT", 20 if request.param == "tiny" else 40)
-    if request.param == "tiny":
+    """A pending-leaf limit of 2 or 3 and a map of packed messages a few conversations fill
+    (evicted mid-read); "tiny" squeezes every cache too, so reads must never depend on one."""
+    tiny = request.param == "tiny"
+    monkeypatch.setattr(objectdb, "_UNHOMED_LIMIT", 2 if tiny else 3, raising=False)
+    monkeypatch.setattr(objectdb, "_KNOWN_LIMIT", 2 * CAP + 200 if tiny else 4 * CAP)
+    if tiny:
         monkeypatch.setattr(objectdb, "_BYTES_CACHE", 3000)
         monkeypatch.setattr(objectdb, "_NODE_CACHE", 5)
         monkeypatch.setattr(objectdb, "TRAIN_AFTER", 4000)
@@ -248,7 +290,7 @@ _SETTINGS = settings(
 
 
 @pytest.mark.parametrize("tracked", [False, True], ids=["plain", "tracked"])
-@given(ops=st.lists(_op, min_size=1, max_size=18))
+@given(ops=st.lists(_op, min_size=2, max_size=18))
 @_SETTINGS
 def test_memory_two_handles(tracked: bool, ops: list[tuple[Any, ...]], limits: None) -> None:
     with Repo.init("memory://") as repo:
@@ -541,6 +583,7 @@ def test_one_read_of_more_packed_messages_than_the_map_holds(
 
 
 _history_op = st.one_of(
+    _grow,
     st.tuples(st.just("append"), st.lists(_messages, min_size=1, max_size=40)),
     st.tuples(st.just("truncate"), st.integers(0, 400)),
     st.tuples(st.just("edit"), st.integers(0, 400), _messages),
@@ -585,7 +628,7 @@ def test_diffs_and_search_on_a_cold_squeezed_handle(
             expected = _history_answers(warm, pairs, pattern)
         with monkeypatch.context() as squeeze:
             squeeze.setattr(objectdb, "_UNHOMED_LIMIT", 2, raising=False)
-            squeeze.setattr(objectdb, "_KNOWN_LIMIT", 150)
+            squeeze.setattr(objectdb, "_KNOWN_LIMIT", 2 * CAP + 200)
             squeeze.setattr(objectdb, "_NODE_CACHE", 5)
             squeeze.setattr(objectdb, "_BYTES_CACHE", 3000)
             with Repo(repo.store) as cold:
