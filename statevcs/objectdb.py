@@ -445,6 +445,14 @@ class ObjectDB:
             # messages that only a packed leaf holds, so this handle writes format 2 now,
             # also when it has not read core.format yet (None: it would read "1" later).
             self._format = CURRENT_FORMAT
+        homes = self._homes
+        if len(homes) > _KNOWN_LIMIT:
+            # Forget the oldest half now, as the leaf is read, never while pending leaves are
+            # named: the leaves a lookup has just read must all name their messages (a leaf
+            # read again after this is named again, see _rehome). The map may pass the limit
+            # by one batch of pending leaves.
+            for key in list(islice(homes, len(homes) // 2)):
+                homes.pop(key, None)
         unhomed = self._unhomed
         unhomed[leaf_id] = leaf
         if len(unhomed) > _UNHOMED_LIMIT:
@@ -460,11 +468,6 @@ class ObjectDB:
             # add a leaf meanwhile), and drop each leaf only once it is named, so a thread
             # finding the pending map empty finds every leaf it read named.
             for leaf_id, leaf in list(unhomed.items()):
-                if len(homes) > _KNOWN_LIMIT:
-                    # Forget the oldest half only: the leaves being read now (maybe in this
-                    # very batch) must keep naming their messages.
-                    for key in list(islice(homes, len(homes) // 2)):
-                        homes.pop(key, None)
                 values = leaf.values
                 if values is not None and None in values:  # large messages stay objects
                     homes.update({i: leaf_id for i, v in zip(leaf.ids, values) if v is not None})
