@@ -228,7 +228,7 @@ class ObjectDB:
             value = leaf.values[leaf.ids.index(object_id)]
             if value is not None:
                 return DOC_PREFIX + value
-        del self._homes[object_id]
+        self._homes.pop(object_id, None)
         return None
 
     def read_ahead(self, starts: Sequence[ObjectId], limit: int) -> dict[ObjectId, StoredObject]:
@@ -327,7 +327,7 @@ class ObjectDB:
                 except MissingObject:
                     for item_id in wanted:
                         if homes.get(item_id) == leaf_id:
-                            del homes[item_id]
+                            homes.pop(item_id, None)
         for leaf in leaves.values():
             if isinstance(leaf, ListNode):
                 self._cache_leaf(leaf)
@@ -439,11 +439,20 @@ class ObjectDB:
             self._home(leaf_id, leaf)
 
     def _home(self, leaf_id: ObjectId, leaf: ListNode) -> None:
-        if self._format == 1:
+        if self._format != CURRENT_FORMAT:
             # Only an upgrade puts packed leaves in a repository (another process's, or one
             # killed before it set core.format): writing format 1 onto them would name
-            # messages that only a packed leaf holds, so this handle writes format 2 now.
+            # messages that only a packed leaf holds, so this handle writes format 2 now,
+            # also when it has not read core.format yet (None: it would read "1" later).
             self._format = CURRENT_FORMAT
+        homes = self._homes
+        if len(homes) > _KNOWN_LIMIT:
+            # Forget the oldest half now, as the leaf is read, never while pending leaves are
+            # named: the leaves a lookup has just read must all name their messages (a leaf
+            # read again after this is named again, see _rehome). The map may pass the limit
+            # by one batch of pending leaves.
+            for key in list(islice(homes, len(homes) // 2)):
+                homes.pop(key, None)
         unhomed = self._unhomed
         unhomed[leaf_id] = leaf
         if len(unhomed) > _UNHOMED_LIMIT:
@@ -455,18 +464,16 @@ class ObjectDB:
         homes = self._homes
         unhomed = self._unhomed
         if unhomed:
-            for leaf_id, leaf in unhomed.items():
-                if len(homes) > _KNOWN_LIMIT:
-                    # Forget the oldest half only: the leaves being read now (maybe in this
-                    # very batch) must keep naming their messages.
-                    for key in list(islice(homes, len(homes) // 2)):
-                        del homes[key]
+            # Threads may read through one handle at once: iterate over a copy (another may
+            # add a leaf meanwhile), and drop each leaf only once it is named, so a thread
+            # finding the pending map empty finds every leaf it read named.
+            for leaf_id, leaf in list(unhomed.items()):
                 values = leaf.values
                 if values is not None and None in values:  # large messages stay objects
                     homes.update({i: leaf_id for i, v in zip(leaf.ids, values) if v is not None})
                 else:
                     homes.update(dict.fromkeys(leaf.ids, leaf_id))
-            unhomed.clear()
+                unhomed.pop(leaf_id, None)
         return bool(homes)
 
     def remember(self, object_id: ObjectId, obj: StoredObject) -> None:
