@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CorruptObject, RefConflict, RefExists
+from ..errors import CorruptObject, MissingObject, RefConflict, RefExists
 from ..hashing import to_hex
 from ..objects import CommitObject, SnapshotObject
 from ..refs import branch_ref
@@ -51,7 +51,11 @@ def snapshot_messages(repo: Repo, obj: SnapshotObject, *, last: int | None = Non
             return []
         total = prolly.length(db, obj.messages) + len(obj.tail)
         if last < total:
-            return list(db.iter_docs(message_ids_from(db, obj, total - last)))
+            try:
+                return list(db.iter_docs(message_ids_from(db, obj, total - last)))
+            except MissingObject:
+                # A tail message only a packed leaf holds (early 0.2 builds): read it all.
+                return snapshot_messages(repo, obj)[-last:]
     messages, _ids, tail = read_conversation(db, obj)
     messages.extend(tail)
     return messages
