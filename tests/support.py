@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import threading
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from statevcs import Repo
@@ -14,3 +17,21 @@ def message(i: int, size: int = 40) -> dict[str, Any]:
 
 def object_count(repo: Repo) -> int:
     return sum(1 for _ in repo.store.iter_objects())
+
+
+def run_threads(
+    target: Callable[..., None], args: Iterable[tuple[Any, ...]], *, switch_often: bool = False
+) -> None:
+    """Run ``target(*a)`` in a thread for each tuple ``a`` of ``args`` and wait for them all;
+    ``switch_often``: the interpreter switches threads as often as it can meanwhile."""
+    interval = sys.getswitchinterval()
+    if switch_often:
+        sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=target, args=a) for a in args]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)

@@ -18,6 +18,7 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import run_threads
 
 import statevcs
 from statevcs import CorruptObject, Repo, Snapshot, objectdb, tracked_messages
@@ -391,11 +392,7 @@ def test_threads_checking_out_on_one_handle_get_their_own_tracked_lists() -> Non
         except BaseException as exc:  # reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(work, [()] * 4)
     assert not errors
     assert len({id(r) for r in results}) == 20
     assert all(exact(plain(r), messages) for r in results)

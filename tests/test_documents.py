@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 import math
-import sys
 import threading
 from collections import OrderedDict
 from datetime import UTC, datetime
@@ -14,6 +13,7 @@ import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import run_threads
 
 from statevcs import Repo, Snapshot, tracked_messages
 from statevcs.documents import MAX_DOCUMENT_DEPTH, pack, refusal
@@ -200,16 +200,7 @@ def test_threads_committing_at_once_each_read_back_their_own_messages() -> None:
             if back != [message]:
                 failures.append((n, i, back))
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
-    try:
-        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(interval)
+    run_threads(work, [(n,) for n in range(4)], switch_often=True)
     assert failures == []
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -28,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings, target
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
+from support import run_threads
 
 import statevcs.objectdb as objectdb
 from statevcs import Repo, tracked_messages
@@ -67,17 +67,22 @@ _messages = st.builds(
 _grow = st.tuples(st.just("grow"), st.integers(20, 150), st.integers(0, 3))
 """Many small messages at once (a kind of shape, sometimes repeating): many closed leaves."""
 
-_op = st.one_of(
-    _grow,
+_edits = (
     _grow,
     st.tuples(st.just("append"), st.lists(_messages, min_size=1, max_size=40)),
     st.tuples(st.just("truncate"), st.integers(0, 400)),
-    st.tuples(st.just("pop"), st.integers(1, 5)),
     st.tuples(st.just("edit"), st.integers(0, 400), _messages),
     st.tuples(st.just("insert"), st.integers(0, 400), st.lists(_messages, max_size=6)),
     st.tuples(st.just("window"), st.integers(1, 20)),
     st.tuples(st.just("restore"), st.integers(0, 60)),
     st.tuples(st.just("fork"), st.integers(0, 60)),
+)
+"""The edits of one conversation, shared by the two-handle and the history sequences."""
+
+_op = st.one_of(
+    _grow,
+    *_edits,
+    st.tuples(st.just("pop"), st.integers(1, 5)),
     st.tuples(st.just("swap"), st.none()),
     st.tuples(st.just("fresh"), st.none()),
     st.tuples(st.just("read"), st.integers(0, 60), st.integers(0, 400)),
@@ -437,7 +442,6 @@ def test_threads_reading_through_one_handle() -> None:
     """Threads looking messages up by id through one handle at once: the pending leaves are
     named while other threads add more (this raised "dictionary changed size during
     iteration", and a leaf added during the naming was dropped unnamed: MissingObject)."""
-    interval = sys.getswitchinterval()
     commits = []
     with Repo.init("memory://") as repo:
         for c in range(8):
@@ -454,17 +458,9 @@ def test_threads_reading_through_one_handle() -> None:
             except BaseException as exc:  # reported below, with the others
                 errors.append(exc)
 
-        sys.setswitchinterval(1e-6)
-        try:
-            for _ in range(20):
-                reader = Repo(repo.store)
-                threads = [threading.Thread(target=read, args=(reader, j)) for j in range(6)]
-                for thread in threads:
-                    thread.start()
-                for thread in threads:
-                    thread.join()
-        finally:
-            sys.setswitchinterval(interval)
+        for _ in range(20):
+            reader = Repo(repo.store)
+            run_threads(read, [(reader, j) for j in range(6)], switch_often=True)
         assert errors == []
 
 
@@ -586,16 +582,7 @@ def test_one_read_of_more_packed_messages_than_the_map_holds(
             assert fresh.objects.load_docs(ids) == messages[1:]
 
 
-_history_op = st.one_of(
-    _grow,
-    st.tuples(st.just("append"), st.lists(_messages, min_size=1, max_size=40)),
-    st.tuples(st.just("truncate"), st.integers(0, 400)),
-    st.tuples(st.just("edit"), st.integers(0, 400), _messages),
-    st.tuples(st.just("insert"), st.integers(0, 400), st.lists(_messages, max_size=6)),
-    st.tuples(st.just("window"), st.integers(1, 20)),
-    st.tuples(st.just("restore"), st.integers(0, 60)),
-    st.tuples(st.just("fork"), st.integers(0, 60)),
-)
+_history_op = st.one_of(*_edits)
 
 
 def _history_answers(repo: Repo, pairs: list[tuple[str, str]], pattern: str) -> list[Any]:

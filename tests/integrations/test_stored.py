@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from support import run_threads
+
 import statevcs
 from statevcs.integrations.stored import branch_tip, commit_messages, fork_branch
 
@@ -44,11 +46,7 @@ def test_concurrent_forks_get_distinct_names_and_move_nothing(tmp_path: Path) ->
         except BaseException as exc:  # reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=forker) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_threads(forker, [()] * 6)
     assert not errors
     assert len(names) == len(set(names)) == 30
     with statevcs.Repo.open(tmp_path / "r") as repo:
