@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, TypeVar
 
 from statevcs import Repo
+
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion in a new event loop (the frameworks' async APIs)."""
+    return asyncio.run(coro)
 
 
 def message(i: int, size: int = 40) -> dict[str, Any]:
@@ -35,3 +43,12 @@ def run_threads(
             thread.join()
     finally:
         sys.setswitchinterval(interval)
+
+
+def plain(value: Any) -> Any:
+    """A plain deep copy (tracked containers become dicts and lists)."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import run_threads
+from support import plain, run_threads
 
 import statevcs
 from statevcs import CorruptObject, Repo, Snapshot, objectdb, tracked_messages
@@ -53,15 +52,6 @@ messages_st = st.lists(
 )
 
 BIG = {"role": "tool", "content": [{"text": "y" * 300_000}]}  # stored out of line (chunked)
-
-
-def plain(value: Any) -> Any:
-    """A plain deep copy (tracked containers become dicts and lists)."""
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
 
 
 def exact(a: Any, b: Any) -> bool:
@@ -652,9 +642,5 @@ def test_threads_checking_out_editing_and_committing_on_one_handle_store_their_o
         except BaseException as exc:  # reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(work, [(n,) for n in range(4)])
     assert not errors

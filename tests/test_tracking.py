@@ -14,6 +14,7 @@ import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import plain
 
 import statevcs
 from statevcs import Repo, Snapshot, tracked_messages
@@ -33,14 +34,6 @@ from statevcs.tracking import (
 
 def message(i: int) -> dict[str, Any]:
     return {"role": "user" if i % 2 else "assistant", "content": [{"text": f"m{i}"}]}
-
-
-def plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
 
 
 def fresh_snapshot_id(messages: list[Any], state: dict[str, Any], kind: str = "dict") -> str:

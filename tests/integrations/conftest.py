@@ -73,9 +73,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture
 def repo(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[statevcs.Repo]:
-    """A fresh repository: SQLite, and the same tests on S3 (a SeaweedFS server)."""
+    """A fresh repository: for the Strands tests on SQLite and on S3 (a SeaweedFS server);
+    for the other integrations' tests a SQLite one at ``tmp_path / "repo"``."""
+    where = getattr(request, "param", None)
     target: str | Path = (
-        request.getfixturevalue("s3_url") if request.param == "s3" else tmp_path / "history"
+        request.getfixturevalue("s3_url")
+        if where == "s3"
+        else tmp_path / ("history" if where == "sqlite" else "repo")
     )
     repository = statevcs.Repo.init(target)
     yield repository

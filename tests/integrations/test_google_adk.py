@@ -4,10 +4,7 @@ rewind), forks that share their prefix, and names that cannot be branches."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Coroutine, Iterator
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -24,22 +21,11 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import run
 
 from statevcs import Repo
 from statevcs.integrations.google_adk import SessionNameError, StateVCSSessionService
 from statevcs.integrations.google_adk.testing import ScriptedLlm, text, tool_call
-
-T = TypeVar("T")
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Iterator[Repo]:
-    with Repo.init(tmp_path / "repo") as repo:
-        yield repo
 
 
 @pytest.fixture(params=["in-memory", "statevcs"])

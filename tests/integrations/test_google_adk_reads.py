@@ -5,12 +5,10 @@ caller's edits to a returned session reach nothing stored; on SQLite and on S3."
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
 import uuid
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -24,6 +22,7 @@ from google.genai import types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from support import run
 
 from statevcs import Repo
 from statevcs.integrations.google_adk import StateVCSSessionService
@@ -36,12 +35,7 @@ from statevcs.integrations.google_adk.events import (
 )
 from statevcs.integrations.stored import branch_tip, commit_messages
 
-T = TypeVar("T")
 KEY = {"app_name": "app", "user_id": "u", "session_id": "s"}
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
 
 
 @pytest.fixture(params=["sqlite", "s3"])

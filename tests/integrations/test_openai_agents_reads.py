@@ -3,31 +3,17 @@ cached), and ``limit`` reads the tail with SQLiteSession's semantics on long ses
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
-from collections.abc import Coroutine, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import pytest
 from agents import SessionSettings, SQLiteSession
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import run
 
 from statevcs import Repo
 from statevcs.integrations.openai_agents import StateVCSSession
-
-T = TypeVar("T")
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Iterator[Repo]:
-    with Repo.init(tmp_path / "repo") as repo:
-        yield repo
 
 
 def item(n: int) -> dict[str, Any]:

@@ -3,12 +3,9 @@ model (tools, handoffs), a differential test against SQLiteSession, branches, fo
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
-from collections.abc import Coroutine, Iterator
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from agents import (
@@ -23,6 +20,7 @@ from agents import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import run
 
 from statevcs import Repo
 from statevcs.errors import StateVCSError, UnknownRevision
@@ -30,18 +28,6 @@ from statevcs.integrations.openai_agents import SessionBranchError, StateVCSSess
 from statevcs.integrations.openai_agents.testing import ScriptedModel, text, tool_call
 
 set_tracing_disabled(True)
-
-T = TypeVar("T")
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Iterator[Repo]:
-    with Repo.init(tmp_path / "repo") as repo:
-        yield repo
 
 
 def user(content: str) -> dict[str, Any]:

@@ -4,14 +4,12 @@ their prefix, and StateVCSStepStore under the harness's real StepPersistence cap
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import warnings
-from collections.abc import Coroutine, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -38,22 +36,11 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
+from support import run
 
 from statevcs import Repo
 from statevcs.errors import RefConflict, UnsupportedObject
 from statevcs.integrations.pydantic_ai import KIND, AgentHistory, MessageHistory
-
-T = TypeVar("T")
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Iterator[Repo]:
-    with Repo.init(tmp_path / "repo") as repo:
-        yield repo
 
 
 def dumped(messages: list[ModelMessage]) -> bytes:

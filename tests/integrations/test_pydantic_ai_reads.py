@@ -4,9 +4,6 @@ is stored."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from pydantic_ai.messages import (
     ModelMessage,
@@ -21,12 +18,6 @@ from statevcs.errors import UnknownRevision, UnsupportedObject
 from statevcs.integrations.pydantic_ai import AgentHistory
 
 from .test_pydantic_ai import every_part
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Iterator[Repo]:
-    with Repo.init(tmp_path / "repo") as repo:
-        yield repo
 
 
 def dumped(messages: list[ModelMessage]) -> bytes:

@@ -3,11 +3,8 @@ own InMemoryStepStore under its real StepPersistence capability and a scripted m
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Coroutine, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -37,22 +34,12 @@ from pydantic_ai_harness.step_persistence import (
     continue_run,
     fork_run,
 )
+from support import run
 
 from statevcs import Repo
 from statevcs.integrations.pydantic_ai.steps import StateVCSStepStore, StepStoreError
 
-T = TypeVar("T")
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Iterator[Repo]:
-    with Repo.init(tmp_path / "repo") as repo:
-        yield repo
 
 
 @pytest.fixture(params=["memory", "statevcs"])
