@@ -26,7 +26,7 @@ from .compression import (
     unpack,
 )
 from .errors import CorruptObject, MissingObject
-from .hashing import ObjectId, from_hex, to_hex
+from .hashing import ObjectId, from_hex, hash_bytes, to_hex
 from .objects import (
     DOC_PREFIX,
     NOT_A_DOC,
@@ -201,6 +201,31 @@ class ObjectDB:
                 result[object_id] = obj
                 self._remember(object_id, obj, data)
         return result
+
+    def prefetch(self, ids: Iterable[ObjectId]) -> None:
+        """Read the uncached objects among ``ids`` in one batch, so that the loads which follow
+        find them cached: one store query for objects that no one of them names another.
+
+        Each is checked against its id as every read is (``CorruptObject``); absent ones are
+        left to the load that names them, which raises or finds a message in a packed leaf.
+        """
+        nodes, cache = self._nodes, self._bytes
+        wanted = [i for i in dict.fromkeys(ids) if i not in nodes and i not in cache]
+        if not wanted:
+            return
+        store = self.store
+        for object_id, data in store.get_many(wanted).items():
+            if data[:4] == ZSTD_MAGIC:
+                data = unpack_stored(store, object_id, data)
+            if data[:5] != DOC_PREFIX:
+                self._remember(object_id, decode_plain(object_id, data), data)
+            elif len(data) <= _LARGE:  # a document: checked now, decoded by its reader
+                if hash_bytes(data) != object_id:
+                    raise CorruptObject(to_hex(object_id), "its bytes do not hash to its id")
+                self.known.add(object_id)
+                cache[object_id] = data
+                self._bytes_size += len(data)
+        self._trim_bytes()
 
     def _packed_doc(self, object_id: ObjectId) -> Doc:
         """The document of a message a known packed leaf holds (``MissingObject`` if none)."""

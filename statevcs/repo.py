@@ -1535,6 +1535,14 @@ class _Context:
             return self.repo._head_value()
         return self.repo.store.get_ref(full_name)
 
+    def ref_values(self, full_names: Sequence[str]) -> dict[str, ObjectId]:
+        found = self.repo.store.get_refs([name for name in full_names if name != HEAD])
+        if HEAD in full_names:
+            head = self.ref_value(HEAD)
+            if head is not None:
+                found[HEAD] = head
+        return found
+
     def head_target(self) -> str | None:
         return self.head if self.head is not None else self.repo._head_ref
 
@@ -1549,6 +1557,12 @@ class _Context:
         return [current, *(e.old for e in entries[:-1])]
 
     def commits_with_prefix(self, low: ObjectId, high: ObjectId) -> list[ObjectId]:
+        if low == high:  # a full id: read it, no range scan (the usual case, a logged id)
+            try:
+                if isinstance(self.repo.objects.load(low), CommitObject):
+                    return [low]
+            except StateVCSError:
+                pass  # absent or not a commit: an upgraded id may still stand for one
         start = low
         found: list[ObjectId] = []
         page = 256

@@ -24,6 +24,7 @@ import os
 import re
 import sys
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import FrameType
 from typing import Protocol
@@ -171,6 +172,10 @@ class RevisionContext(Protocol):
         """Return the commit a full ref name points to (``HEAD`` included), or ``None``."""
         ...
 
+    def ref_values(self, full_names: Sequence[str]) -> dict[str, ObjectId]:
+        """Return the commit each existing ref among ``full_names`` points to (one read)."""
+        ...
+
     def head_target(self) -> str | None:
         """Return the ref ``HEAD`` is attached to (``refs/heads/main``), or ``None`` if detached."""
         ...
@@ -221,12 +226,9 @@ def _expansions(name: str) -> list[str]:
 
 
 def _matches(ctx: RevisionContext, name: str) -> list[tuple[str, ObjectId]]:
-    found: list[tuple[str, ObjectId]] = []
-    for full in _expansions(name):
-        value = ctx.ref_value(full)
-        if value is not None:
-            found.append((full, value))
-    return found
+    candidates = _expansions(name)
+    values = ctx.ref_values(candidates) if candidates else {}
+    return [(full, values[full]) for full in candidates if full in values]
 
 
 def matching_refs(ctx: RevisionContext, name: str) -> list[str]:

@@ -493,6 +493,16 @@ def read_snapshot(
 ) -> ReadSnapshot:
     """Read a snapshot back into fresh Python objects (messages built by ``decoder``, if any)."""
     obj = load_snapshot_object(db, snapshot_id)
+    _prefetch_named(db, obj)
+    state_entries, extras_entries = read_map(db, obj.state), read_map(db, obj.extras)
+    # The next level in one read too: the maps' values and the tree root's children.
+    db.prefetch(
+        [
+            *(v for v in state_entries.values() if type(v) is bytes),
+            *(v for v in extras_entries.values() if type(v) is bytes),
+            *prolly.child_ids(db, obj.messages),
+        ]
+    )
     messages, tree_ids, tail = read_conversation(db, obj, decoder)
     if decoder is None:
         messages.extend(tail)
@@ -503,8 +513,8 @@ def read_snapshot(
         messages = decoder.collect(messages)
     stored = StoredMessages(obj.messages, len(tree_ids), obj.tail, [*tree_ids, *obj.tail])
     codec = serializer_for(obj.state_codec, serializer)
-    state = read_values(db, read_map(db, obj.state), codec)
-    extras = read_values(db, read_map(db, obj.extras), None)
+    state = read_values(db, state_entries, codec)
+    extras = read_values(db, extras_entries, None)
     from .model import Snapshot  # pydantic loads with the first snapshot read
 
     snapshot = Snapshot.model_construct(
@@ -558,6 +568,13 @@ def read_messages(
     return messages, ids
 
 
+def _prefetch_named(db: ObjectDB, obj: SnapshotObject) -> None:
+    """Read everything a snapshot names directly in one batch: tail, tree root, state, extras."""
+    db.prefetch(
+        [*obj.tail, obj.messages, *(ref for ref in (obj.state, obj.extras) if type(ref) is bytes)]
+    )
+
+
 def read_conversation(
     db: ObjectDB, obj: SnapshotObject, decoder: MessageDecoder | None = None
 ) -> tuple[list[Any], list[ObjectId], list[Any]]:
@@ -569,6 +586,7 @@ def read_conversation(
     for nothing. A tail message only a packed leaf holds (written by early 0.2 development
     builds) is still found, through the tree's leaves.
     """
+    _prefetch_named(db, obj)
     try:
         tail: list[Any] | None = db.load_docs(obj.tail)
     except MissingObject:

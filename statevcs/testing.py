@@ -279,6 +279,20 @@ class StoreContract:
         store.set_ref(MAIN, fake_id(2), expected=None)
         assert store.get_ref(MAIN) == fake_id(2)
 
+    def test_get_refs_reads_several_names_leaving_out_absent_and_symbolic_ones(
+        self, store: Store
+    ) -> None:
+        store.set_ref(MAIN, fake_id(1))
+        store.set_ref(TAG, fake_id(2))
+        store.set_symbolic("HEAD", MAIN)
+        names = [TAG, "refs/heads/absent", MAIN, "HEAD", TAG, "refs/heads/%"]
+        assert store.get_refs(names) == {TAG: fake_id(2), MAIN: fake_id(1)}
+        assert store.get_refs([]) == {}
+        many = [f"refs/heads/b{n}" for n in range(1200)]  # past any one query's parameters
+        for name in many[::300]:
+            store.set_ref(name, fake_id(3))
+        assert store.get_refs(many) == {name: fake_id(3) for name in many[::300]}
+
     def test_list_refs_filters_by_prefix(self, store: Store) -> None:
         store.set_ref(MAIN, fake_id(1))
         store.set_ref(FEATURE, fake_id(2))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pytest
 
 from statevcs.errors import CorruptObject, MissingObject
@@ -65,3 +67,46 @@ def test_forget_drops_the_caches_and_adopts_the_new_generation() -> None:
     assert db.generation == 1 and stored_id not in db.known
     with pytest.raises(MissingObject):
         db.load(stored_id)
+
+
+class _CountingStore(MemoryStore):
+    """A memory store that counts its batched reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def get_many(self, ids: Iterable[bytes]) -> dict[bytes, bytes]:
+        self.reads += 1
+        return super().get_many(ids)
+
+
+def test_prefetch_reads_in_one_batch_what_the_loads_after_it_find_cached() -> None:
+    store = _CountingStore()
+    doc_id = _stored(store, Doc({"role": "user", "content": "hi"}))
+    blob_id = _stored(store, Blob(b"state bytes"))
+    absent_id, _ = encode_with_id(Doc("never stored"))
+    db = ObjectDB(store)
+    db.prefetch([doc_id, blob_id, absent_id, doc_id])
+    assert store.reads == 1
+    assert db.load_docs([doc_id, doc_id]) == [{"role": "user", "content": "hi"}] * 2
+    value = db.load_values([blob_id])[blob_id]
+    assert isinstance(value, Blob) and value.data == b"state bytes"
+    assert store.reads == 1  # both came from the prefetch
+    db.prefetch([doc_id, blob_id])  # all cached: no read at all
+    assert store.reads == 1
+    with pytest.raises(MissingObject):  # an absent id is left to the load that names it
+        db.load(absent_id)
+
+
+@pytest.mark.parametrize("obj", [Doc({"a": 1}), Blob(b"a blob")])
+def test_prefetch_refuses_bytes_that_do_not_hash_to_their_id(obj: Doc | Blob) -> None:
+    store = MemoryStore()
+    good_id, _ = encode_with_id(obj)
+    other = Doc({"a": 2}) if isinstance(obj, Doc) else Blob(b"another blob")
+    store.put_many({good_id: encode_with_id(other)[1]})
+    db = ObjectDB(store)
+    with pytest.raises(CorruptObject, match="hash"):
+        db.prefetch([good_id])
+    with pytest.raises(CorruptObject, match="hash"):  # and nothing was cached meanwhile
+        db.load(good_id)

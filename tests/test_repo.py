@@ -119,6 +119,30 @@ def test_objects_written_per_append_grow_like_log_n(n: int, expected: list[int])
     assert written == expected
 
 
+def test_a_fresh_checkout_by_commit_id_reads_a_level_of_objects_a_query(tmp_path: Path) -> None:
+    """Resolving a full id and reading its snapshot: one query per level of what it names."""
+    state: dict[str, Any] = {"messages": [], "notes": "n" * 300, "count": 0}
+    with Repo.init(tmp_path / "r") as repo:
+        for turn in range(40):
+            state["messages"] += [message(2 * turn), message(2 * turn + 1)]
+            state["count"] = turn
+            commit = repo.commit(state, message=f"turn {turn}")
+        height = _tree_height(repo)
+        repo.commit({"messages": [], "later": True}, message="moves on")
+    with Repo.open(tmp_path / "r") as fresh:
+        statements: list[str] = []
+        fresh.store._db.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+        restored: dict[str, Any] = {}
+        fresh.checkout(restored, commit.id)
+    assert restored == state
+    # Resolve: the id as a branch name, the commit, the other refs it could name (one query).
+    # Read: the snapshot; what it names (tail, tree root, maps); the maps' values with the
+    # root's children; then one query per tree level below those.
+    assert height >= 3
+    expected = 3 + 3 + (height - 2)
+    assert len(statements) == expected, "\n".join(s[:100] for s in statements)
+
+
 def test_serialization_error_writes_nothing(repo: Repo) -> None:
     state: dict[str, Any] = {"messages": [message(0)], "ok": 1}
     good = repo.commit(state)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -161,6 +161,10 @@ class HeadContext:
         if full_name == "HEAD":
             return self.repo.store.get_ref(self.head) if self.head else self.detached
         return self.repo.store.get_ref(full_name)
+
+    def ref_values(self, full_names: Sequence[str]) -> dict[str, bytes]:
+        values = {name: self.ref_value(name) for name in full_names}
+        return {name: value for name, value in values.items() if value is not None}
 
     def head_target(self) -> str | None:
         return self.head

@@ -197,6 +197,18 @@ class Store(abc.ABC):
     def get_ref(self, name: str) -> ObjectId | None:
         """Return the id a direct ref points to, or ``None``."""
 
+    def get_refs(self, names: Sequence[str]) -> dict[str, ObjectId]:
+        """Return what each existing direct ref among ``names`` points to (absent ones left out).
+
+        One read where the store can (revision lookups try several spellings of one name).
+        """
+        found: dict[str, ObjectId] = {}
+        for name in names:
+            target = self.get_ref(name)
+            if target is not None:
+                found[name] = target
+        return found
+
     @abc.abstractmethod
     def list_refs(self, prefix: str = "refs/") -> dict[str, ObjectId]:
         """Return every direct ref whose name starts with ``prefix``."""

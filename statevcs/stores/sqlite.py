@@ -535,6 +535,22 @@ class SQLiteStore(Store):
         rows = self._query("SELECT target FROM refs WHERE name = ?", (name,))
         return _ref_target(name, rows[0][0]) if rows else None
 
+    def get_refs(self, names: Sequence[str]) -> dict[str, ObjectId]:
+        """Return what each existing direct ref among ``names`` points to, in one query."""
+        unique = list(dict.fromkeys(names))
+        found: dict[str, ObjectId] = {}
+        for start in range(0, len(unique), _BATCH):
+            batch = unique[start : start + _BATCH]
+            rows = self._query(
+                f"SELECT name, target FROM refs WHERE name IN ({','.join('?' * len(batch))})",
+                batch,
+            )
+            for name, target in rows:
+                value = _ref_target(name, target)
+                if value is not None:
+                    found[str(name)] = value
+        return {name: found[name] for name in unique if name in found}
+
     def list_refs(self, prefix: str = "refs/") -> dict[str, ObjectId]:
         """Return every direct ref under ``prefix``."""
         rows = self._query(

@@ -297,6 +297,12 @@ def _items_below(reader: ObjectReader, root: ObjectId, node: ListNode) -> list[O
     return [i for n in _leaves_below(reader, root, node) for i in n.ids]
 
 
+def child_ids(reader: ObjectReader, root: ObjectId) -> Sequence[ObjectId]:
+    """Return the ids of an inner node's children (none for a leaf), for reading ahead."""
+    node = load_node(reader, root)
+    return node.ids if node.level > 0 else ()
+
+
 def leaves(reader: ObjectReader, root: ObjectId) -> list[ListNode]:
     """Return every leaf in order (packed leaves carry their items' values), one batch a level."""
     return _leaves_below(reader, root, load_node(reader, root))
