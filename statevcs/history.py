@@ -72,6 +72,11 @@ class CommitGraph:
         self._commits[commit_id] = obj
         return obj
 
+    def has_loaded(self, ids: Iterable[ObjectId]) -> bool:
+        """Whether every commit in ``ids`` is already read (a walk's usual case)."""
+        commits = self._commits
+        return all(i in commits for i in ids)
+
     def preload(self, ids: Iterable[ObjectId]) -> None:
         """Read the commits in ``ids`` that are not loaded yet in one batch."""
         graph = self.persisted
@@ -177,7 +182,8 @@ def walk(
         emitted += 1
         parents = commit.parents[:1] if first_parent else commit.parents
         fresh = [p for p in parents if p not in seen]
-        graph.preload(fresh)
+        if fresh and not graph.has_loaded(fresh):
+            graph.preload(fresh)
         for parent in fresh:
             seen.add(parent)
             heapq.heappush(queue, (-graph.timestamp(parent), order, parent))

@@ -168,7 +168,7 @@ def _commit_from(object_id: ObjectId, obj: CommitObject) -> Commit:
         author=obj.author,
         timestamp=_utc(obj.timestamp_us, object_id),
         # A private deep copy: changing a returned Commit never reaches the stored one.
-        metadata=copy_tree(obj.metadata),
+        metadata=copy_tree(obj.metadata) if obj.metadata else {},
     )
 
 
