@@ -194,6 +194,8 @@ def copy_tree(value: Any) -> Any:
     Unlike ``copy.deepcopy`` it never recurses, so data read from a hostile repository cannot
     exhaust Python's stack.
     """
+    if type(value) is dict and not set(map(type, value.values())) - _FLAT:
+        return dict(value)  # the usual metadata: one level of scalars, copied in C
     root: list[Any] = [None]
     stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
     while stack:
@@ -215,6 +217,10 @@ def copy_tree(value: Any) -> Any:
             copied = item
         parent[slot] = copied
     return root[0]
+
+
+_FLAT = frozenset({str, int, float, bool, type(None)})
+"""Types a flat dict's copy can share (immutable, and no subclass: ``type`` is checked)."""
 
 
 class _Freeze:
