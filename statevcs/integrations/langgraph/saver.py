@@ -45,7 +45,7 @@ from ...snapshot import MessageBase, Snapshot, message_ids_from, read_values
 from ...stores.base import RefUpdate
 from ...structures.maps import read_map
 from ..stored import paused_gc
-from . import order, rewrite, store
+from . import order, readahead, rewrite, store
 from .codec import (
     EMPTY_PRINT,
     Fingerprinter,
@@ -233,6 +233,14 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         if found is None:
             return None
         side = self.repo.refs.get(key.writes_ref(found.checkpoint_id))
+        readahead.read_checkpoint(
+            self.repo.objects,
+            found.commit.snapshot,
+            own=store.own_entries,
+            folders=[f.commit.snapshot for f in folders],
+            side=side,
+            tree=self._views.get(key.branch) is None,  # else only its new items are read
+        )
         lists = self._view_lists(key, found)
         result, _lists = self._tuple(key, found, side, None, folders=folders, lists=lists)
         return result
@@ -250,6 +258,8 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         bound = store.id_bound(tip)
         leaves = self.repo.refs.as_dict(key.leaf_prefix)
         heads = store.Heads(tip.commit_id, leaves)
+        if len(leaves) > 1:
+            readahead.read_ahead(self.repo.objects, leaves.values())  # every leaf in one read
         for commit_id in leaves.values():
             bound = max(bound, store.id_bound(store.load(self.repo.objects, commit_id)))
         if bound == tip.checkpoint_id:
@@ -497,7 +507,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         if state_entries:
             codec = serializer_for(snap.state_codec, self.repo.serializer)
             values.update(read_values(db, state_entries, codec))
-        for key, doc in found.extras(db).items():
+        for key, doc in found.own_extras(db).items():
             if key.startswith(store.VALUE_PREFIX):
                 name = key[len(store.VALUE_PREFIX) :]
                 values[name] = unwrap(doc, self.serde, f"channel {name!r}")
