@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -81,16 +82,19 @@ def test_a_fresh_get_tuple_by_id_reads_once_per_dependent_step(
     path, _ids = thread
     with statevcs.Repo.open(path) as repo:
         saver = StateVCSSaver(repo)
-        # An early step with pending writes (its child folds them) after a step with some
-        # (which it folds).
-        history = list(reversed(list(saver.list(config_of("t")))))
-        writes = {t.checkpoint["id"]: bool(t.pending_writes) for t in history}
+        # An early step that folds its parent's writes (a stored object) and whose child
+        # folds its own.
+        key = saver._key(config_of("t"))
+        line = list(reversed(list(lg_store.all_commits(repo, lg_store.read_heads(repo, key)))))
+
+        def folds(found: lg_store.Stored) -> bool:
+            entry = read_map(repo.objects, found.snapshot(repo.objects).extras).get(lg_store.FOLDED)
+            return found.info.get(lg_store.FOLDED) == 1 and isinstance(entry, bytes)
+
         target = next(
-            t.checkpoint["id"]
-            for t in history[30:]
-            if t.pending_writes
-            and t.parent_config
-            and writes[t.parent_config["configurable"]["checkpoint_id"]]
+            c.checkpoint_id
+            for c, child in pairwise(line[30:])
+            if folds(c) and child.info.get(lg_store.FOLDED) == 1
         )
         heads = lg_store.read_heads(repo, saver._key(config_of("t")))
         assert heads.tip is not None and not heads.leaves

@@ -206,13 +206,17 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         with self._lock:
             for _attempt in range(_READ_ATTEMPTS - 1):
                 try:
-                    return self._get_tuple(key, checkpoint_id)
+                    # Its refs from one consistent read where the store offers one (S3: one
+                    # request for the branch, the leaves and the side ref).
+                    with self.repo.store.operation():
+                        return self._get_tuple(key, checkpoint_id)
                 except MissingObject:
                     # A read is not a snapshot: between reading a ref and loading what it
                     # named, another process may fold those writes into a new checkpoint and
                     # collect the old commit (gc with no grace period). Read the refs again.
                     continue
-            return self._get_tuple(key, checkpoint_id)  # missing every time: missing
+            with self.repo.store.operation():
+                return self._get_tuple(key, checkpoint_id)  # missing every time: missing
 
     def _get_tuple(self, key: ThreadKey, checkpoint_id: str | None) -> CheckpointTuple | None:
         """One read of :meth:`get_tuple` (the caller holds the lock)."""
