@@ -146,8 +146,11 @@ class Stored:
             if self._extras is not None:
                 self._own_extras = {k: v for k, v in self._extras.items() if k != FOLDED}
             else:
-                entries = own_entries(read_map(db, self.snapshot(db).extras))
-                self._own_extras = join_extras(read_values(db, entries, None))
+                entries = read_map(db, self.snapshot(db).extras)
+                own = join_extras(read_values(db, own_entries(entries), None))
+                if FOLDED not in entries:
+                    self._extras = own  # the same documents: not read twice
+                self._own_extras = own
         return self._own_extras
 
     @property
