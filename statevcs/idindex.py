@@ -114,7 +114,11 @@ def encode_segment(
 def parse_segment(data: bytes) -> Segment | None:
     """A segment from its blob's payload (``None``: not a well-formed segment)."""
     try:
-        raw = msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True)
+        # No text longer than a key (checked in C as it is read): keys, bounds and high are
+        # all keys; a segment a writer made holds no other text but its format name.
+        raw = msgpack.unpackb(
+            data, raw=False, use_list=True, strict_map_key=True, max_str_len=_MAX_KEY
+        )
     except (ValueError, msgpack.ExtraData, msgpack.StackError, TypeError):
         return None
     if not isinstance(raw, dict) or raw.get("f") != _FORMAT:
@@ -133,9 +137,15 @@ def parse_segment(data: bytes) -> Segment | None:
         and isinstance(older, list)
         and len(older) <= _MAX_SEGMENTS
         and isinstance(high, str)
-        and set(map(type, keys)) == {str}  # checked in C: a segment holds thousands
-        and max(map(len, keys)) <= _MAX_KEY
     ):
+        return None
+    try:
+        # Every key a str, in one pass in C: msgpack gives no other type that compares with
+        # a str, so a mix raises and keys of one other type have a greatest that is no str.
+        greatest = max(keys)
+    except TypeError:
+        return None
+    if type(greatest) is not str:
         return None
     listed: list[Older] = []
     for item in older:
@@ -153,7 +163,7 @@ def parse_segment(data: bytes) -> Segment | None:
         ):
             return None
         listed.append(Older(item[0], item[1], item[2], item[3], item[4]))
-    if max(keys) > high or any(o.high > high for o in listed):
+    if greatest > high or any(o.high > high for o in listed):
         return None
     return Segment(keys, commits, tuple(listed), high)
 
@@ -175,6 +185,32 @@ def read_segment(db: ObjectDB, segment_id: ObjectId) -> Segment | None:
         obj = db.load(segment_id)
     except StateVCSError:
         return None
+    return _parsed(known, segment_id, obj)
+
+
+def read_segments(db: ObjectDB, segment_ids: Iterable[ObjectId]) -> dict[ObjectId, Segment | None]:
+    """:func:`read_segment` of each of ``segment_ids``, the ones not read yet in one batch."""
+    named = list(dict.fromkeys(segment_ids))
+    with _LOCK:
+        known = _PARSED.setdefault(db, {})
+        result: dict[ObjectId, Segment | None] = {i: known[i] for i in named if i in known}
+    wanted = [i for i in named if i not in result]
+    loaded: dict[ObjectId, object] = {}
+    if len(wanted) > 1:
+        try:
+            loaded = dict(db.load_many(wanted))
+        except StateVCSError:
+            loaded = {}  # one is missing or damaged: each is read alone, below
+    for segment_id in wanted:
+        obj = loaded.get(segment_id)
+        result[segment_id] = (
+            read_segment(db, segment_id) if obj is None else _parsed(known, segment_id, obj)
+        )
+    return result
+
+
+def _parsed(known: dict[ObjectId, Segment], segment_id: ObjectId, obj: object) -> Segment | None:
+    """The segment ``obj`` (loaded as ``segment_id``) holds, kept in ``known`` for next time."""
     segment = parse_segment(obj.data) if isinstance(obj, Blob) else None
     if segment is not None:
         with _LOCK:
@@ -224,20 +260,18 @@ def lookup(db: ObjectDB, segment_id: ObjectId, key: str) -> list[Hit] | None:
         return []
     chain: list[tuple[Older | None, Segment | None]] = [(o, None) for o in top.older]
     chain.append((None, top))
+    # The older segments whose range holds the key, read in one batch.
+    ranged = read_segments(db, [o.segment for o in top.older if o.low <= key <= o.high])
     hits: list[Hit] = []
     for number, (listed, segment) in enumerate(chain):
         if listed is not None:
             if not listed.low <= key <= listed.high:
                 continue
-            segment = read_segment(db, listed.segment)
+            segment = ranged[listed.segment]
             if segment is None or len(segment) != listed.count:
                 return None
         assert segment is not None
-        count = segment.keys.count(key)
-        start = 0
-        for _ in range(count):
-            position = segment.keys.index(key, start)
-            start = position + 1
+        for position in _positions(segment.keys, key):
             if position + 1 < len(segment):
                 above: ObjectId | None = segment.commit_at(position + 1)
             elif number + 1 < len(chain):
@@ -247,6 +281,19 @@ def lookup(db: ObjectDB, segment_id: ObjectId, key: str) -> list[Hit] | None:
                 above = None
             hits.append(Hit(segment.commit_at(position), above))
     return hits
+
+
+def _positions(keys: list[str], key: str) -> list[int]:
+    """Where ``key`` is in ``keys`` (one pass in C, however many times it is there)."""
+    found: list[int] = []
+    start = 0
+    while True:
+        try:
+            position = keys.index(key, start)
+        except ValueError:
+            return found
+        found.append(position)
+        start = position + 1
 
 
 def _tier(size: int) -> int:
@@ -496,6 +543,7 @@ __all__ = [
     "lookup",
     "parse_segment",
     "read_segment",
+    "read_segments",
     "walk_line",
     "without_index",
 ]

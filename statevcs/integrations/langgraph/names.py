@@ -25,6 +25,7 @@ from ...refs import BRANCH_PREFIX, MAX_REF_NAME_LENGTH
 from .errors import InvalidCheckpointConfig
 
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_SAFE_BYTES = bytes(sorted(_SAFE))
 _HEX = "0123456789ABCDEF"
 EMPTY = "%"
 """The encoding of the empty string."""
@@ -43,8 +44,8 @@ def encode(text: str) -> str:
     if not text:
         return EMPTY
     raw = text.encode("utf-8", "surrogatepass")
-    if all(byte in _SAFE for byte in raw):
-        return text
+    if not raw.translate(None, _SAFE_BYTES):
+        return text  # every byte is safe (checked in C: every write's side ref is named here)
     parts: list[str] = []
     for byte in raw:
         if byte in _SAFE:

@@ -45,7 +45,7 @@ from ...snapshot import MessageBase, Snapshot, message_ids_from, read_values
 from ...stores.base import RefUpdate
 from ...structures.maps import read_map
 from ..stored import paused_gc
-from . import order, rewrite, store
+from . import order, readahead, rewrite, store
 from .codec import (
     EMPTY_PRINT,
     Fingerprinter,
@@ -206,13 +206,17 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         with self._lock:
             for _attempt in range(_READ_ATTEMPTS - 1):
                 try:
-                    return self._get_tuple(key, checkpoint_id)
+                    # Its refs from one consistent read where the store offers one (S3: one
+                    # request for the branch, the leaves and the side ref).
+                    with self.repo.store.operation():
+                        return self._get_tuple(key, checkpoint_id)
                 except MissingObject:
                     # A read is not a snapshot: between reading a ref and loading what it
                     # named, another process may fold those writes into a new checkpoint and
                     # collect the old commit (gc with no grace period). Read the refs again.
                     continue
-            return self._get_tuple(key, checkpoint_id)  # missing every time: missing
+            with self.repo.store.operation():
+                return self._get_tuple(key, checkpoint_id)  # missing every time: missing
 
     def _get_tuple(self, key: ThreadKey, checkpoint_id: str | None) -> CheckpointTuple | None:
         """One read of :meth:`get_tuple` (the caller holds the lock)."""
@@ -233,6 +237,14 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         if found is None:
             return None
         side = self.repo.refs.get(key.writes_ref(found.checkpoint_id))
+        readahead.read_checkpoint(
+            self.repo.objects,
+            found.commit.snapshot,
+            own=store.own_entries,
+            folders=[f.commit.snapshot for f in folders],
+            side=side,
+            tree=self._views.get(key.branch) is None,  # else only its new items are read
+        )
         lists = self._view_lists(key, found)
         result, _lists = self._tuple(key, found, side, None, folders=folders, lists=lists)
         return result
@@ -250,6 +262,8 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         bound = store.id_bound(tip)
         leaves = self.repo.refs.as_dict(key.leaf_prefix)
         heads = store.Heads(tip.commit_id, leaves)
+        if len(leaves) > 1:
+            readahead.read_ahead(self.repo.objects, leaves.values())  # every leaf in one read
         for commit_id in leaves.values():
             bound = max(bound, store.id_bound(store.load(self.repo.objects, commit_id)))
         if bound == tip.checkpoint_id:
@@ -497,7 +511,7 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
         if state_entries:
             codec = serializer_for(snap.state_codec, self.repo.serializer)
             values.update(read_values(db, state_entries, codec))
-        for key, doc in found.extras(db).items():
+        for key, doc in found.own_extras(db).items():
             if key.startswith(store.VALUE_PREFIX):
                 name = key[len(store.VALUE_PREFIX) :]
                 values[name] = unwrap(doc, self.serde, f"channel {name!r}")

@@ -47,9 +47,10 @@ from ...idindex import (
     key_of,
     lookup,
     read_segment,
+    read_segments,
     walk_line,
 )
-from ...objects import CommitObject, SnapshotObject, encode_doc
+from ...objects import CommitObject, MapValue, SnapshotObject, encode_doc
 from ...plumbing import ObjectDatabase
 from ...repo import Repo
 from ...serializers import serializer_for
@@ -72,6 +73,7 @@ from .codec import (
 )
 from .errors import NotACheckpoint
 from .names import ThreadKey, decode
+from .readahead import read_ahead
 
 KIND_CHECKPOINT = "langgraph.checkpoint"
 """The snapshot kind of a checkpoint commit."""
@@ -122,6 +124,7 @@ class Stored:
     info: dict[str, Any]
     _snapshot: SnapshotObject | None = None
     _extras: dict[str, Any] | None = None
+    _own_extras: dict[str, Any] | None = None
 
     def snapshot(self, db: ObjectDatabase) -> SnapshotObject:
         """The commit's snapshot object."""
@@ -135,6 +138,20 @@ class Stored:
             snap = self.snapshot(db)
             self._extras = join_extras(read_values(db, read_map(db, snap.extras), None))
         return self._extras
+
+    def own_extras(self, db: ObjectDatabase) -> dict[str, Any]:
+        """The extras documents of this checkpoint's own tuple: all but the pending writes of
+        its parent it folds (read only by :func:`folded_writes`), see :func:`own_entries`."""
+        if self._own_extras is None:
+            if self._extras is not None:
+                self._own_extras = {k: v for k, v in self._extras.items() if k != FOLDED}
+            else:
+                entries = read_map(db, self.snapshot(db).extras)
+                own = join_extras(read_values(db, own_entries(entries), None))
+                if FOLDED not in entries:
+                    self._extras = own  # the same documents: not read twice
+                self._own_extras = own
+        return self._own_extras
 
     @property
     def parent_checkpoint_id(self) -> str | None:
@@ -150,6 +167,17 @@ class Stored:
             meta = self.commit.metadata.get("metadata")
             run = meta.get("run_id") if isinstance(meta, dict) else None
         return run if isinstance(run, str) else None
+
+
+def own_entries(entries: Mapping[str, MapValue]) -> dict[str, MapValue]:
+    """The extras map entries a checkpoint's own tuple reads: not the pending writes of its
+    parent it folds (``pw``), nor the message items only those name."""
+    if FOLDED not in entries:
+        return dict(entries)
+    kept = {k: v for k, v in entries.items() if k != FOLDED}
+    if any(k.startswith(VALUE_PREFIX) or k in _WRITES_KEYS for k in kept):
+        return kept  # a value or its own writes may name any item
+    return {k: v for k, v in kept.items() if not k.startswith(ITEM_PREFIX)}
 
 
 def stored(commit_id: ObjectId, commit: CommitObject) -> Stored:
@@ -298,7 +326,7 @@ class Channels:
 def channels_of(repo: Repo, found: Stored) -> Channels:
     """Return where each of a checkpoint's channels is stored (values not decoded)."""
     snap = found.snapshot(repo.objects)
-    extras = found.extras(repo.objects)
+    extras = found.own_extras(repo.objects)
     lists = extras.get("lists") or {}
     if not isinstance(lists, dict):
         raise CorruptObject(to_hex(found.commit_id), "its list channels are not a map")
@@ -333,7 +361,7 @@ def checkpoint_doc(repo: Repo, found: Stored, serde: SerializerProtocol) -> dict
             value["id"] = found.checkpoint_id
             value.update(inline)
             return value
-    value = unwrap(found.extras(repo.objects).get("checkpoint"), serde, "the checkpoint")
+    value = unwrap(found.own_extras(repo.objects).get("checkpoint"), serde, "the checkpoint")
     if not isinstance(value, dict):
         raise CorruptObject(to_hex(found.commit_id), "its checkpoint is not a map")
     return value
@@ -375,7 +403,7 @@ def metadata_of(repo: Repo, found: Stored, serde: SerializerProtocol) -> dict[st
     meta = found.commit.metadata.get("metadata")
     if isinstance(meta, dict):
         return dict(fresh_copy(meta))
-    value = unwrap(found.extras(repo.objects).get("metadata"), serde, "the metadata")
+    value = unwrap(found.own_extras(repo.objects).get("metadata"), serde, "the metadata")
     return dict(fresh_copy(value)) if isinstance(value, dict) else {}
 
 
@@ -527,7 +555,7 @@ def list_items(
 
 def channels_of_lists(repo: Repo, found: Stored) -> dict[str, int]:
     """The list channels of a checkpoint and their lengths."""
-    lists = found.extras(repo.objects).get("lists") or {}
+    lists = found.own_extras(repo.objects).get("lists") or {}
     if not isinstance(lists, dict):
         raise CorruptObject(to_hex(found.commit_id), "its list channels are not a map")
     return {str(k): int(v) for k, v in lists.items()}
@@ -546,7 +574,7 @@ def channel_values(
     state_entries = read_map(repo.objects, snap.state)
     if state_entries:
         values.update(read_values(repo.objects, state_entries, _state_codec(repo, snap)))
-    for key, doc in found.extras(repo.objects).items():
+    for key, doc in found.own_extras(repo.objects).items():
         if key.startswith(VALUE_PREFIX):
             name = key[len(VALUE_PREFIX) :]
             values[name] = unwrap(doc, serde, f"channel {name!r}")
@@ -557,7 +585,7 @@ def channel_values(
 
 def own_writes(repo: Repo, found: Stored) -> Writes:
     """The pending writes stored in a checkpoint's own commit (older repositories)."""
-    extras = found.extras(repo.objects)
+    extras = found.own_extras(repo.objects)
     return read_writes(extras.get("writes")) if "writes" in extras else {}
 
 
@@ -810,6 +838,8 @@ def find_by_index(
     if not head_ids:
         return None
     db = repo.objects
+    if len(head_ids) > 1:
+        read_ahead(db, head_ids)  # every head in one read
     try:
         found_heads = [load(db, h) for h in head_ids]
     except NotACheckpoint:
@@ -817,15 +847,18 @@ def find_by_index(
     for found in found_heads:
         if found.checkpoint_id == checkpoint_id:
             return found, []
+    heads_fields = [fields_of(found.commit.metadata, INFO) for found in found_heads]
+    if None in heads_fields:
+        return None
+    # Every head's newest segment in one read.
+    tops = read_segments(db, [f[0] for f in heads_fields if f is not None and f[0] is not None])
     targets: dict[ObjectId, None] = {}
     above: dict[ObjectId, None] = {}
-    for found in found_heads:
-        fields = fields_of(found.commit.metadata, INFO)
-        if fields is None:
-            return None
+    for found, fields in zip(found_heads, heads_fields, strict=True):
+        assert fields is not None
         segment_id, gap = fields
         hits: list[Hit] = []
-        top = read_segment(db, segment_id) if segment_id is not None else None
+        top = tops[segment_id] if segment_id is not None else None
         if segment_id is not None:
             looked = lookup(db, segment_id, checkpoint_id) if top is not None else None
             if looked is None:
@@ -1316,6 +1349,7 @@ __all__ = [
     "load",
     "merge_writes",
     "metadata_of",
+    "own_entries",
     "folded_writes",
     "find_or_index",
     "Index",
