@@ -124,6 +124,18 @@ def _row_data(object_id: object, data: object) -> bytes:
     raise CorruptObject(_shown(object_id), "its stored row is damaged (no byte data)")
 
 
+def _prefix_end(prefix: str) -> str | None:
+    """The least string above every string that starts with ``prefix`` (``None``: no bound)."""
+    if not prefix:
+        return None
+    code = ord(prefix[-1]) + 1
+    if 0xD800 <= code <= 0xDFFF:  # surrogates cannot be stored: the next character is U+E000
+        code = 0xE000
+    if code > 0x10FFFF:
+        return _prefix_end(prefix[:-1])
+    return prefix[:-1] + chr(code)
+
+
 def _ref_target(name: object, value: object) -> ObjectId | None:
     """A ref's target as stored; a damaged one raises instead of reading as "no ref"."""
     if value is None:
@@ -553,10 +565,18 @@ class SQLiteStore(Store):
 
     def list_refs(self, prefix: str = "refs/") -> dict[str, ObjectId]:
         """Return every direct ref under ``prefix``."""
+        # A range of the primary key (names sort by code point, as UTF-8 bytes do), so listing
+        # one thread's refs among thousands reads those rows only; substr() keeps it exact.
+        end = _prefix_end(prefix)
         rows = self._query(
-            "SELECT name, target FROM refs WHERE target IS NOT NULL AND substr(name, 1, ?) = ? "
-            "ORDER BY name",
-            (len(prefix), prefix),
+            "SELECT name, target FROM refs WHERE name >= ? AND name < ? AND target IS NOT NULL "
+            "AND substr(name, 1, ?) = ? ORDER BY name"
+            if end is not None
+            else "SELECT name, target FROM refs WHERE name >= ? AND target IS NOT NULL "
+            "AND substr(name, 1, ?) = ? ORDER BY name",
+            (prefix, end, len(prefix), prefix)
+            if end is not None
+            else (prefix, len(prefix), prefix),
         )
         return {str(n): t for n, t in ((n, _ref_target(n, t)) for n, t in rows) if t is not None}
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from statevcs.errors import RefConflict, StoreError
 from statevcs.stores.base import RefUpdate
@@ -165,5 +167,39 @@ def test_processes_doing_compare_and_swap_lose_no_update(db_path: Path) -> None:
         assert all(id_number(e.old) + 1 == id_number(e.new) for e in log)
         # Each failed compare-and-swap was retried, never silently dropped.
         assert len(retries) == 2 and all(r >= 0 for r in retries)
+    finally:
+        store.close()
+
+
+_NAME_CHARS = st.sampled_from(["a", "b", "/", "-", "é", "\ud7ff", "\ue000", "\U0010ffff", "z"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    names=st.sets(st.text(_NAME_CHARS, min_size=1, max_size=6), max_size=12),
+    prefix=st.text(_NAME_CHARS, max_size=4),
+)
+def test_list_refs_of_any_prefix_is_exactly_the_names_starting_with_it(
+    tmp_path_factory: pytest.TempPathFactory, names: set[str], prefix: str
+) -> None:
+    store = SQLiteStore(tmp_path_factory.mktemp("refs") / "statevcs.sqlite3")
+    try:
+        for number, name in enumerate(sorted(names)):
+            store.set_ref(name, fake_id(number))
+        expected = {n: fake_id(i) for i, n in enumerate(sorted(names)) if n.startswith(prefix)}
+        assert store.list_refs(prefix) == expected
+    finally:
+        store.close()
+
+
+def test_listing_one_threads_refs_searches_the_index_not_the_table(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    try:
+        statements: list[str] = []
+        store._db.set_trace_callback(statements.append)
+        store.list_refs("refs/langgraph/heads/t1/")
+        store._db.set_trace_callback(None)
+        plan = store._db.execute("EXPLAIN QUERY PLAN " + statements[-1]).fetchall()
+        assert any("SEARCH refs USING INDEX" in str(row) for row in plan), plan
     finally:
         store.close()
