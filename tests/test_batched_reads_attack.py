@@ -1,0 +1,291 @@
+"""Attacks on the batched snapshot reads (``ObjectDB.prefetch``, ``read_snapshot`` reading a level
+a query) and on the batched ref lookups (``Store.get_refs``, a full id read without a scan).
+
+Every read gives back exactly what was committed or raises the documented error naming the
+damaged object; a failed read leaves nothing wrong in the handle's caches: the same handle
+still fails on the damaged data, and reads the data exactly once it is repaired.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import message
+
+from statevcs import (
+    CorruptObject,
+    MissingObject,
+    Repo,
+    Snapshot,
+)
+from statevcs.hashing import to_hex
+from statevcs.objectdb import ObjectDB
+from statevcs.objects import (
+    Chunked,
+    CommitObject,
+    ListNode,
+    MapNode,
+    SnapshotObject,
+    encode_with_id,
+)
+from statevcs.stores.base import Store
+from statevcs.stores.memory import MemoryStore
+from statevcs.stores.sqlite import SQLiteStore
+
+BIG = 300_000  # a message this long is stored out of line, chunked
+
+
+def _snapshot(n: int) -> Snapshot:
+    """``n`` messages (two of them chunked), a stored state map with a chunked value, extras."""
+    messages = [message(i, BIG if i in (5, n - 1) else 40) for i in range(n)]
+    state: dict[str, Any] = {f"k{i}": "v" * 40 for i in range(12)}
+    state.update(big="b" * 200_000, notes="n" * 300)
+    extras = {"system_prompt": {"text": "p" * 500}, **{f"e{i}": i for i in range(10)}}
+    return Snapshot(messages=messages, state=state, extras=extras)
+
+
+def _same(read: Snapshot, want: Snapshot) -> bool:
+    return (read.kind, read.messages, read.state, read.extras) == (
+        want.kind,
+        want.messages,
+        want.state,
+        want.extras,
+    )
+
+
+def _roles(db: ObjectDB, commit_id: str) -> dict[str, bytes]:
+    """One object id for each place an object can sit in the committed snapshot."""
+    commit = db.load(bytes.fromhex(commit_id))
+    assert isinstance(commit, CommitObject)
+    snap = db.load(commit.snapshot)
+    assert isinstance(snap, SnapshotObject) and isinstance(snap.state, bytes)
+    found: dict[str, bytes] = {"snapshot": commit.snapshot, "root": snap.messages}
+    found["tail doc"] = snap.tail[0]
+    for tail_id in snap.tail:
+        obj = db.load(tail_id)
+        if isinstance(obj, Chunked):
+            found["chunked tail doc"] = tail_id
+            found["chunk of a tail doc"] = obj.chunks[-1]
+    stack = [snap.messages]
+    while stack:
+        node = db.load(stack.pop())
+        assert isinstance(node, ListNode)
+        if node.level == 0:
+            for item, value in zip(node.ids, node.values or ()):
+                if value is None:
+                    found["chunked tree message"] = item
+            continue
+        for child in node.ids:
+            if db.load(child).level > 0:  # type: ignore[union-attr]
+                found["inner node"] = child
+            stack.append(child)
+    found["leaf"] = _leaf_id(db, snap.messages)
+    found["state map"] = snap.state
+    state = db.load(snap.state)
+    assert isinstance(state, MapNode)
+    for value in state.values:
+        if isinstance(value, bytes):
+            obj = db.load(value)
+            key = "chunked state value" if isinstance(obj, Chunked) else "state value"
+            found[key] = value
+            if isinstance(obj, Chunked):
+                found["chunk of a state value"] = obj.chunks[0]
+    extras = snap.extras if isinstance(snap.extras, MapNode) else db.load(snap.extras)
+    assert isinstance(extras, MapNode)
+    found["extras value"] = next(v for v in extras.values if isinstance(v, bytes))
+    return found
+
+
+def _leaf_id(db: ObjectDB, root: bytes) -> bytes:
+    node = db.load(root)
+    while isinstance(node, ListNode) and node.level > 0:
+        child = node.ids[len(node.ids) // 2]
+        node = db.load(child)
+        if isinstance(node, ListNode) and node.level == 0:
+            return child
+    raise AssertionError("no leaf below the root")
+
+
+ROLES = [
+    "snapshot",
+    "root",
+    "inner node",
+    "leaf",
+    "tail doc",
+    "chunked tail doc",
+    "chunk of a tail doc",
+    "chunked tree message",
+    "state map",
+    "state value",
+    "chunked state value",
+    "chunk of a state value",
+    "extras value",
+]
+
+
+class Raw:
+    """Direct access to a store's stored bytes, under the library (damage and repair)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def get(self, object_id: bytes) -> bytes | None:
+        return self.store.get_many([object_id]).get(object_id)
+
+    def put(self, object_id: bytes, data: bytes | None) -> None:
+        store = self.store
+        if isinstance(store, MemoryStore):
+            if data is None:
+                store._objects.pop(object_id, None)
+            else:
+                store._objects[object_id] = (data, 0.0)
+            return
+        assert isinstance(store, SQLiteStore)
+        with sqlite3.connect(store.path) as db:
+            db.execute("DELETE FROM objects WHERE id = ?", (object_id,))
+            if data is not None:
+                db.execute(
+                    "INSERT INTO objects (id, data, created) VALUES (?, ?, 0)", (object_id, data)
+                )
+        db.close()
+
+
+def _damages(other: bytes) -> dict[str, Callable[[bytes], bytes | None]]:
+    return {
+        "another object's bytes": lambda data: other,
+        "truncated": lambda data: data[: len(data) // 2],
+        "a byte flipped": lambda data: data[:-1] + bytes([data[-1] ^ 1]),
+        "empty": lambda data: b"",
+        "deleted": lambda data: None,
+    }
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def history(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Repo, str, Snapshot]]:
+    """A repository whose HEAD~1 holds :func:`_snapshot` (a tail too); HEAD moves on."""
+    url = "memory://" if request.param == "memory" else str(tmp_path / "r")
+    repo = Repo.init(url)
+    for n in range(83, 87):
+        commit = repo.commit(_snapshot(n), message=f"{n} messages")
+    repo.commit(Snapshot(messages=[message(0)]), message="moves on")
+    yield repo, commit.id, _snapshot(86)
+    repo.close()
+
+
+def _fresh(repo: Repo) -> Repo:
+    return Repo(repo.store) if repo.url.startswith("memory") else Repo.open(repo.url)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_damage_at_any_level_is_named_and_a_repair_reads_back_through_the_same_handle(
+    history: tuple[Repo, str, Snapshot], role: str
+) -> None:
+    repo, commit_id, want = history
+    roles = _roles(repo.objects, commit_id)
+    assert set(ROLES) <= set(roles)
+    target = roles[role]
+    raw = Raw(repo.store)
+    original = raw.get(target)
+    assert original is not None
+    other = raw.get(roles["state value"] if role != "state value" else roles["leaf"])
+    assert other is not None
+    for name, damage in _damages(other).items():
+        handle = _fresh(repo)
+        raw.put(target, damage(original))
+        for _ in range(2):  # a failed read caches nothing: the same handle fails again
+            with pytest.raises((CorruptObject, MissingObject)) as caught:
+                handle.show(commit_id)
+            assert to_hex(target) in str(caught.value), (name, str(caught.value))
+            if name == "deleted":
+                assert caught.type is MissingObject
+            # Whatever the failed read left cached, other commits still read exactly.
+            assert handle.show("HEAD").messages == [message(0)]
+        raw.put(target, original)
+        assert _same(handle.show(commit_id), want), name
+        handle.close()
+    assert _same(_fresh(repo).show(commit_id), want)
+
+
+def _commit_crafted(repo: Repo, snapshot: SnapshotObject, branch: str) -> str:
+    """Store ``snapshot`` under a commit on ``branch``; return the commit's hex id."""
+    snapshot_id, data = encode_with_id(snapshot)
+    commit_id, commit_data = encode_with_id(CommitObject(snapshot_id, (), "crafted", 0, "x", {}))
+    repo.store.put_many({snapshot_id: data, commit_id: commit_data})
+    repo.store.set_ref(f"refs/heads/{branch}", commit_id)
+    return to_hex(commit_id)
+
+
+def _wrong_kinds(
+    snap: SnapshotObject, roles: dict[str, bytes], commit_id: bytes
+) -> dict[str, tuple[SnapshotObject, bytes]]:
+    """Snapshots with one slot naming an object of the wrong kind, and that object's id."""
+    plain_map = MapNode(("k",), (roles["state value"],))
+    doc, blob, leaf, state_map = (
+        roles["tail doc"],
+        roles["state value"],
+        roles["leaf"],
+        roles["state map"],
+    )
+    extras_map = snap.extras if isinstance(snap.extras, bytes) else None
+    cases: dict[str, tuple[SnapshotObject, bytes]] = {}
+    for name, wrong in [
+        ("leaf", leaf),
+        ("map", state_map),
+        ("blob", blob),
+        ("snapshot", roles["snapshot"]),
+        ("commit", commit_id),
+        ("inner node", roles["inner node"]),
+    ]:
+        cases[f"a {name} in the tail"] = (_replace(snap, tail=(*snap.tail[:-1], wrong)), wrong)
+    for name, wrong in [
+        ("doc", doc),
+        ("blob", blob),
+        ("map", state_map),
+        ("chunked doc", roles["chunked tail doc"]),
+    ]:
+        cases[f"a {name} as the tree root"] = (_replace(snap, messages=wrong), wrong)
+    for name, wrong in [
+        ("doc", doc),
+        ("leaf", leaf),
+        ("blob", blob),
+        ("snapshot", roles["snapshot"]),
+    ]:
+        cases[f"a {name} as the state map"] = (_replace(snap, state=wrong), wrong)
+        cases[f"a {name} as the extras map"] = (_replace(snap, extras=wrong), wrong)
+    for name, wrong in [("map", state_map), ("leaf", leaf), ("root", roles["root"])]:
+        bad = MapNode(("k",), (wrong,))
+        cases[f"a {name} as a state value"] = (_replace(snap, state=bad), wrong)
+        cases[f"a {name} as an extras value"] = (_replace(snap, extras=bad), wrong)
+    cases["a blob as an extras value"] = (_replace(snap, extras=plain_map), blob)
+    assert extras_map is None or extras_map not in (doc, blob)
+    return cases
+
+
+def _replace(snap: SnapshotObject, **fields: Any) -> SnapshotObject:
+    values = {name: getattr(snap, name) for name in SnapshotObject.__slots__}
+    values.update(fields)
+    return SnapshotObject(**values)
+
+
+def test_an_object_of_the_wrong_kind_at_any_level_is_corrupt_and_named(
+    history: tuple[Repo, str, Snapshot],
+) -> None:
+    repo, commit_id, want = history
+    roles = _roles(repo.objects, commit_id)
+    snap = repo.objects.load(roles["snapshot"])
+    assert isinstance(snap, SnapshotObject)
+    cases = _wrong_kinds(snap, roles, bytes.fromhex(commit_id))
+    handle = _fresh(repo)
+    for number, (name, (crafted, wrong)) in enumerate(sorted(cases.items())):
+        bad = _commit_crafted(repo, crafted, f"bad{number}")
+        for _ in range(2):
+            with pytest.raises(CorruptObject) as caught:
+                handle.show(bad)
+            assert to_hex(wrong) in str(caught.value), (name, str(caught.value))
+            assert _same(handle.show(commit_id), want), name
+        with pytest.raises(CorruptObject):  # a handle that read nothing before fails alike
+            _fresh(repo).show(bad)
