@@ -8,19 +8,22 @@ still fails on the damaged data, and reads the data exactly once it is repaired.
 
 from __future__ import annotations
 
+import copy
 import sqlite3
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import message
+from support import message, run_threads
 
 from statevcs import (
     CorruptObject,
     MissingObject,
     Repo,
     Snapshot,
+    objectdb,
 )
 from statevcs.hashing import to_hex
 from statevcs.objectdb import ObjectDB
@@ -289,3 +292,78 @@ def test_an_object_of_the_wrong_kind_at_any_level_is_corrupt_and_named(
             assert _same(handle.show(commit_id), want), name
         with pytest.raises(CorruptObject):  # a handle that read nothing before fails alike
             _fresh(repo).show(bad)
+
+
+class _LockstepStore(MemoryStore):
+    """A memory store whose object reads wait for one another in pairs while ``lockstep`` is
+    set: two threads reading the same snapshot through one handle then both miss every cache
+    and both put what they read in it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lockstep: threading.Barrier | None = None
+
+    def get_many(self, ids: Iterable[bytes]) -> dict[bytes, bytes]:
+        found = super().get_many(ids)
+        if self.lockstep is not None:
+            self.lockstep.wait(timeout=10)
+        return found
+
+
+def _bytes_cached(db: ObjectDB) -> tuple[int, int]:
+    """What the handle's bytes cache counts it holds, and what it holds."""
+    return db._bytes_size, sum(len(data) for data in db._bytes.values())
+
+
+def test_two_threads_reading_one_snapshot_at_once_count_its_bytes_once() -> None:
+    store = _LockstepStore()
+    with Repo(store) as writer:
+        commit_ids = [
+            writer.commit(
+                {"messages": [message(i, 300) for i in range(n)], "k": str(n) * 900},
+                message=str(n),
+            ).id
+            for n in (3, 11, 30)
+        ]
+    handle = Repo(store)
+    store.lockstep = threading.Barrier(2)
+    run_threads(lambda c: handle.show(c), [(c,) for c in commit_ids[:1]] * 2)
+    store.lockstep = None
+    counted, held = _bytes_cached(handle.objects)
+    assert held > 0 and counted == held
+    for commit_id in commit_ids:
+        store.lockstep = threading.Barrier(2)
+        run_threads(lambda c: handle.show(c), [(commit_id,)] * 2)
+        store.lockstep = None
+    counted, held = _bytes_cached(handle.objects)
+    assert counted == held
+
+
+def test_threads_sharing_a_handle_with_a_small_bytes_cache_read_exactly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bytes cache evicting all the time while threads read: no ``KeyError`` from a count
+    that ran ahead of what the cache holds, every read exact."""
+    monkeypatch.setattr(objectdb, "_BYTES_CACHE", 4000)
+    repo = Repo.init("memory://")
+    states: dict[str, dict[str, Any]] = {}
+    for n in range(20):
+        state = {"messages": [message(i, 200) for i in range(3 * n)], "k": str(n) * 1000}
+        state["j"] = str(n) * 900
+        states[repo.commit(state).id] = copy.deepcopy(state)
+    handle = Repo(repo.store)
+    errors: list[BaseException] = []
+
+    def read(k: int) -> None:
+        try:
+            for _ in range(30):
+                for commit_id in list(states)[k % 3 :: 3]:
+                    snap = handle.show(commit_id)
+                    assert {**snap.state, "messages": snap.messages} == states[commit_id]
+        except BaseException as exc:  # reported below, with the thread's own traceback
+            errors.append(exc)
+
+    run_threads(read, [(k,) for k in range(6)], switch_often=True)
+    assert not errors, repr(errors[0])
+    counted, held = _bytes_cached(handle.objects)
+    assert counted >= 0 and held <= 4000 + 1000
