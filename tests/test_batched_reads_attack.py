@@ -367,3 +367,47 @@ def test_threads_sharing_a_handle_with_a_small_bytes_cache_read_exactly(
     assert not errors, repr(errors[0])
     counted, held = _bytes_cached(handle.objects)
     assert counted >= 0 and held <= 4000 + 1000
+
+
+class _CountingStore(MemoryStore):
+    """A memory store that counts its batched object reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def get_many(self, ids: Iterable[bytes]) -> dict[bytes, bytes]:
+        self.reads += 1
+        return super().get_many(ids)
+
+
+def _reads_of_a_fresh_show(store: _CountingStore, commit_id: str, want: dict[str, Any]) -> int:
+    handle = Repo(store)
+    before = store.reads
+    snap = handle.show(commit_id)
+    assert {**snap.state, "messages": snap.messages} == want
+    return store.reads - before
+
+
+@pytest.mark.parametrize("where", ["tail", "tree", "state"])
+def test_a_snapshot_read_does_not_grow_with_how_many_values_are_chunked(where: str) -> None:
+    """One large value or four, in the open tail, in the tree or in the state: the same reads
+    (their chunked objects and all their chunks a batch each), not a read each."""
+    counts = []
+    for large in (1, 4):
+        store = _CountingStore()
+        repo = Repo(store)
+        state: dict[str, Any] = {"messages": [message(i, 40) for i in range(200)]}
+        if where == "state":
+            state.update({f"v{k}": str(k) * 100_000 for k in range(large)})
+        elif where == "tree":
+            for i in range(40, 40 + large):
+                state["messages"][i] = message(i, 100_000)
+        else:  # appended after a commit: the open tail holds them
+            repo.commit(state)
+            state["messages"] += [message(300 + i, 100_000) for i in range(large)]
+        commit_id = repo.commit(state).id
+        snap = repo.objects.load_snapshot(bytes.fromhex(repo.get_commit(commit_id).snapshot_id))
+        assert where != "tail" or len(snap.tail) >= large
+        counts.append(_reads_of_a_fresh_show(store, commit_id, state))
+    assert counts[0] == counts[1], counts
