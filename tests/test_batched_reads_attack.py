@@ -11,20 +11,26 @@ from __future__ import annotations
 import copy
 import sqlite3
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from support import message, run_threads
 
 from statevcs import (
+    AmbiguousRefWarning,
     CorruptObject,
     MissingObject,
     Repo,
     Snapshot,
+    UnknownRevision,
     objectdb,
 )
+from statevcs.errors import InvalidRefName
 from statevcs.hashing import to_hex
 from statevcs.objectdb import ObjectDB
 from statevcs.objects import (
@@ -35,6 +41,7 @@ from statevcs.objects import (
     SnapshotObject,
     encode_with_id,
 )
+from statevcs.refs import check_ref_name
 from statevcs.stores.base import Store
 from statevcs.stores.memory import MemoryStore
 from statevcs.stores.sqlite import SQLiteStore
@@ -411,3 +418,137 @@ def test_a_snapshot_read_does_not_grow_with_how_many_values_are_chunked(where: s
         assert where != "tail" or len(snap.tail) >= large
         counts.append(_reads_of_a_fresh_show(store, commit_id, state))
     assert counts[0] == counts[1], counts
+
+
+# --- batched ref lookups ------------------------------------------------------------------
+
+ref_components = st.text(
+    st.sampled_from("abcXYZ019-_.%'\";()*?[]\\/é@{} "), min_size=1, max_size=12
+).filter(lambda s: _is_ref_name(f"refs/heads/{s}"))
+
+
+def _is_ref_name(name: str) -> bool:
+    try:
+        check_ref_name(name)
+    except InvalidRefName:
+        return False
+    return True
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def ref_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    store: Store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "s.db")
+    yield store
+    store.close()
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    present=st.lists(ref_components, max_size=8, unique=True),
+    asked=st.lists(ref_components, max_size=8),
+    many=st.integers(0, 1200),
+)
+def test_get_refs_answers_what_get_ref_answers_name_by_name(
+    ref_store: Store, present: list[str], asked: list[str], many: int
+) -> None:
+    """SQL-looking names, duplicates, absent names, symbolic refs, past 500 names a query."""
+    for name, _ in ref_store.list_refs().items():
+        ref_store.set_ref(name, None)
+    targets = {f"refs/heads/{name}": bytes([n + 1]) * 32 for n, name in enumerate(present)}
+    for name, target in targets.items():
+        ref_store.set_ref(name, target)
+    ref_store.set_symbolic("refs/remotes/o/HEAD", "refs/heads/main")
+    names = [
+        *(f"refs/heads/{a}" for a in asked),
+        *targets,
+        "refs/remotes/o/HEAD",
+        *(f"refs/tags/n{k}" for k in range(many)),
+        *(f"refs/heads/{a}" for a in reversed(asked)),
+    ]
+    expected = {}
+    for name in names:
+        value = ref_store.get_ref(name)
+        if value is not None:
+            expected[name] = value
+    found = ref_store.get_refs(names)
+    assert found == expected == {n: targets[n] for n in dict.fromkeys(names) if n in targets}
+    assert list(found) == list(expected)  # in the order first asked
+
+
+def test_a_full_id_that_is_also_a_ref_name_is_the_commit_with_a_warning(repo_rev: Repo) -> None:
+    repo = repo_rev
+    first = repo.commit({"messages": [message(0)]}, message="first").id
+    second = repo.commit({"messages": [message(1)]}, message="second").id
+    snapshot_hex = repo.get_commit(first).snapshot_id
+    repo.store.set_ref(f"refs/heads/{first}", bytes.fromhex(second))
+    repo.store.set_ref(f"refs/tags/{snapshot_hex}", bytes.fromhex(second))
+    repo.store.set_ref(f"refs/remotes/{first[:12]}", bytes.fromhex(second))
+    with pytest.warns(AmbiguousRefWarning, match=f"refs/heads/{first}"):
+        assert repo.resolve(first) == first
+    with warnings.catch_warnings():  # ref names are case-sensitive: no ref is named so
+        warnings.simplefilter("error")
+        assert repo.resolve(first.upper()) == first
+    with pytest.warns(AmbiguousRefWarning):  # a hash prefix and a remote: the ref wins
+        assert repo.resolve(first[:12]) == second
+    # A full id naming an object that is no commit: unknown (as git: a full id is an id,
+    # never a ref name), however often asked; a real commit still resolves after it.
+    for text in (snapshot_hex, "0" * 64, "f" * 64):
+        for _ in range(2):
+            with pytest.raises(UnknownRevision, match="no commit has the id"):
+                repo.resolve(text)
+    with pytest.warns(AmbiguousRefWarning):
+        assert repo.resolve(f"{first}~0") == first
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert repo.resolve(f"refs/heads/{first}") == second
+        assert repo.resolve(f"heads/{first}") == second
+
+
+def test_full_ids_of_every_kind_of_object_resolve_to_nothing_and_cache_nothing_wrong(
+    repo_rev: Repo,
+) -> None:
+    repo = repo_rev
+    state = {"messages": [message(i, BIG if i == 3 else 40) for i in range(40)], "k": "v" * 300}
+    commit_id = repo.commit(state).id
+    roles = _roles_of_any(repo.objects, commit_id)
+    for role, object_id in roles.items():
+        with pytest.raises(UnknownRevision):
+            repo.resolve(to_hex(object_id))
+        assert role and repo.resolve(commit_id) == commit_id
+    restored: dict[str, Any] = {}
+    repo.checkout(restored, commit_id)
+    assert restored == state
+    fresh = _fresh(repo)
+    for object_id in roles.values():
+        with pytest.raises(UnknownRevision):
+            fresh.resolve(to_hex(object_id))
+    restored = {}
+    fresh.checkout(restored, commit_id)
+    assert restored == state
+
+
+def _roles_of_any(db: ObjectDB, commit_id: str) -> dict[str, bytes]:
+    """Ids of objects of every kind below a commit, and of a message only a leaf holds."""
+    commit = db.load(bytes.fromhex(commit_id))
+    assert isinstance(commit, CommitObject)
+    snap = db.load(commit.snapshot)
+    assert isinstance(snap, SnapshotObject)
+    found = {"snapshot": commit.snapshot, "root": snap.messages}
+    leaf = db.load(_leaf_id(db, snap.messages))
+    assert isinstance(leaf, ListNode) and leaf.values is not None
+    found["packed message"] = next(i for i, v in zip(leaf.ids, leaf.values) if v is not None)
+    for item, value in zip(leaf.ids, leaf.values):
+        if value is None:
+            found["chunked message"] = item
+    if isinstance(snap.state, bytes):
+        found["state map"] = snap.state
+    return found
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def repo_rev(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Repo]:
+    url = "memory://" if request.param == "memory" else str(tmp_path / "r")
+    with Repo.init(url) as repo:
+        yield repo
