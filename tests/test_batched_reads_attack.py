@@ -552,3 +552,68 @@ def repo_rev(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Repo]:
     url = "memory://" if request.param == "memory" else str(tmp_path / "r")
     with Repo.init(url) as repo:
         yield repo
+
+
+# --- threads and garbage collection ----------------------------------------------------------
+
+
+def _state(n: int, branch: str) -> dict[str, Any]:
+    messages = [message(i, BIG if i % 17 == 3 else 40) for i in range(n)]
+    return {"messages": messages, "branch": branch, "notes": branch * 200, "n": n}
+
+
+def test_threads_read_and_commit_through_one_handle_while_another_collects(
+    tmp_path: Path,
+) -> None:
+    """Readers of kept commits read them exactly; readers of commits another handle is
+    collecting read them exactly or get ``MissingObject``/``UnknownRevision``; commits made
+    meanwhile through the shared handle all read back exactly from a fresh process' handle."""
+    folder = tmp_path / "r"
+    kept: dict[str, dict[str, Any]] = {}
+    doomed: dict[str, dict[str, Any]] = {}
+    with Repo.init(folder) as setup:
+        for n in range(20, 60, 8):
+            main = setup.commit(_state(n, "main"), branch="main", message=f"{n}")
+            kept[main.id] = _state(n, "main")
+            state = _state(n + 3, "doomed")
+            doomed[setup.commit(state, branch="doomed", message=f"{n}").id] = state
+    shared = Repo.open(folder)
+    collector = Repo.open(folder)
+    written: dict[str, dict[str, Any]] = {}
+    errors: list[BaseException] = []
+    started = threading.Event()
+
+    def work(role: str, k: int) -> None:
+        try:
+            if role == "collect":
+                started.wait(timeout=30)  # collect while the readers are reading
+                collector.delete_branch("doomed")
+                for _ in range(3):
+                    collector.gc(grace="0", expire_reflog="0")
+            elif role == "write":
+                for n in range(30, 70, 10):
+                    state = _state(n + k, f"w{k}")
+                    written[shared.commit(state, branch=f"w{k}", message="w").id] = state
+            else:
+                for _ in range(4):
+                    for commit_id, state in [*doomed.items(), *kept.items()]:
+                        try:
+                            snap = shared.show(commit_id)
+                        except (MissingObject, UnknownRevision) as exc:
+                            assert commit_id in doomed, f"{commit_id[:12]}: {exc!r}"
+                            continue
+                        started.set()
+                        assert {**snap.state, "messages": snap.messages} == state
+        except BaseException as exc:  # reported below, with the thread's own traceback
+            errors.append(exc)
+
+    jobs = [("collect", 0), ("write", 1), ("write", 2), ("read", 3), ("read", 4), ("read", 5)]
+    run_threads(work, jobs, switch_often=True)
+    assert not errors, repr(errors[0])
+    shared.close()
+    collector.close()
+    with Repo.open(folder) as fresh:
+        for commit_id, state in [*kept.items(), *written.items()]:
+            snap = fresh.show(commit_id)
+            assert {**snap.state, "messages": snap.messages} == state
+        assert fresh.fsck().ok
