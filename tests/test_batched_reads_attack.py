@@ -44,6 +44,7 @@ from statevcs.objects import (
 from statevcs.refs import check_ref_name
 from statevcs.stores.base import Store
 from statevcs.stores.memory import MemoryStore
+from statevcs.stores.s3 import S3Store
 from statevcs.stores.sqlite import SQLiteStore
 
 BIG = 300_000  # a message this long is stored out of line, chunked
@@ -154,6 +155,13 @@ class Raw:
             else:
                 store._objects[object_id] = (data, 0.0)
             return
+        if isinstance(store, S3Store):  # opened with cache=none: the bucket alone holds it
+            key = store._object_key(object_id)
+            if data is None:
+                store._client.delete([key])
+            else:
+                store._client.put(key, data)
+            return
         assert isinstance(store, SQLiteStore)
         with sqlite3.connect(store.path) as db:
             db.execute("DELETE FROM objects WHERE id = ?", (object_id,))
@@ -178,6 +186,10 @@ def _damages(other: bytes) -> dict[str, Callable[[bytes], bytes | None]]:
 def history(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Repo, str, Snapshot]]:
     """A repository whose HEAD~1 holds :func:`_snapshot` (a tail too); HEAD moves on."""
     url = "memory://" if request.param == "memory" else str(tmp_path / "r")
+    yield from _history(url)
+
+
+def _history(url: str) -> Iterator[tuple[Repo, str, Snapshot]]:
     repo = Repo.init(url)
     for n in range(83, 87):
         commit = repo.commit(_snapshot(n), message=f"{n} messages")
@@ -194,6 +206,16 @@ def _fresh(repo: Repo) -> Repo:
 def test_damage_at_any_level_is_named_and_a_repair_reads_back_through_the_same_handle(
     history: tuple[Repo, str, Snapshot], role: str
 ) -> None:
+    _damage_and_repair(history, role)
+
+
+@pytest.mark.parametrize("role", ["tail doc", "leaf", "state map", "chunk of a state value"])
+def test_damage_in_an_s3_bucket_is_named_and_a_repair_reads_back(s3_url: str, role: str) -> None:
+    for history in _history(f"{s3_url}&cache=none"):
+        _damage_and_repair(history, role)
+
+
+def _damage_and_repair(history: tuple[Repo, str, Snapshot], role: str) -> None:
     repo, commit_id, want = history
     roles = _roles(repo.objects, commit_id)
     assert set(ROLES) <= set(roles)
