@@ -1557,10 +1557,13 @@ class _Context:
         return [current, *(e.old for e in entries[:-1])]
 
     def commits_with_prefix(self, low: ObjectId, high: ObjectId) -> list[ObjectId]:
+        damaged: CorruptObject | None = None
         if low == high:  # a full id: read it, no range scan (the usual case, a logged id)
             try:
                 if isinstance(self.repo.objects.load(low), CommitObject):
                     return [low]
+            except CorruptObject as exc:
+                damaged = exc  # said below, unless an upgraded id stands for a commit
             except StateVCSError:
                 pass  # absent or not a commit: an upgraded id may still stand for one
         start = low
@@ -1580,6 +1583,9 @@ class _Context:
         if not found:
             # An id from before `statevcs upgrade` whose commit gc has since removed.
             found = [i for i in self.repo._upgraded(start, high) if self.repo.store.has_many([i])]
+        if not found and damaged is not None:
+            # The object is there but damaged: say so, not that no commit has the id.
+            raise UnknownRevision(f"cannot read {to_hex(low)}: {damaged}") from damaged
         return found
 
     def parents(self, commit_id: ObjectId) -> tuple[ObjectId, ...]:

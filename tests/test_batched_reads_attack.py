@@ -639,3 +639,149 @@ def test_threads_read_and_commit_through_one_handle_while_another_collects(
             snap = fresh.show(commit_id)
             assert {**snap.state, "messages": snap.messages} == state
         assert fresh.fsck().ok
+
+
+# --- any snapshot, any damage ------------------------------------------------------------------
+
+_DAMAGES: dict[str, Callable[[bytes, bytes], bytes | None]] = {
+    "another object's bytes": lambda data, other: other,
+    "truncated": lambda data, other: data[: len(data) // 2],
+    "a byte flipped": lambda data, other: data[:-1] + bytes([data[-1] ^ 1]),
+    "deleted": lambda data, other: None,
+}
+
+sizes = st.sampled_from([0, 10, 70, 2_000, 90_000])
+"""Message and value sizes: empty, inline, small, a document, chunked."""
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A few states of one conversation: appended, cut, edited; state and extras of any size."""
+    states: list[dict[str, Any]] = []
+    messages: list[Any] = []
+    for step in range(draw(st.integers(1, 3))):
+        action = draw(st.sampled_from(["append", "append", "cut", "edit"]))
+        if action == "append" or not messages:
+            count = draw(st.integers(0, 40))
+            messages += [message(len(messages) + i, draw(sizes)) for i in range(count)]
+        elif action == "cut":
+            messages = messages[: draw(st.integers(0, len(messages)))]
+        else:
+            at = draw(st.integers(0, len(messages) - 1))
+            messages[at] = message(1000 + step, draw(sizes))
+        keys = draw(st.lists(st.sampled_from("abcdefghijklmnop"), max_size=10, unique=True))
+        state = {"messages": list(messages), **{k: "s" * draw(sizes) for k in keys}}
+        states.append(state)
+    return states
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=histories(), pick=st.integers(0, 10**6), damage=st.sampled_from(sorted(_DAMAGES)))
+def test_any_snapshot_reads_back_exactly_or_names_its_damage_in_few_reads(
+    steps: list[dict[str, Any]], pick: int, damage: str
+) -> None:
+    store = _CountingStore()
+    with Repo(store) as repo:
+        commit_ids = [repo.commit(copy.deepcopy(state), branch="main").id for state in steps]
+    for commit_id, state in zip(commit_ids, steps):
+        handle = Repo(store)
+        before = store.reads
+        restored: dict[str, Any] = {}
+        handle.checkout(restored, commit_id)
+        assert restored == state
+        height = _height(handle.objects, commit_id)
+        # The commit, the snapshot, then a level a read; large values and messages add at most
+        # four reads (the zstd dictionary, chunks of the tail's, chunked messages and theirs).
+        assert store.reads - before <= 2 + height + 1 + 4
+    # Damage one object the last commit's read needs, read it through a fresh handle.
+    needed = sorted(_needed(Repo(store), commit_ids[-1]))
+    target = needed[pick % len(needed)]
+    raw = Raw(store)
+    original = raw.get(target)
+    assert original is not None
+    other = raw.get(needed[(pick + 1) % len(needed)])
+    assert other is not None
+    broken = _DAMAGES[damage](original, other)
+    handle = Repo(store)
+    raw.put(target, broken)
+    if broken != original:
+        # Damage under the commit itself: no commit to resolve the id to (UnknownRevision);
+        # anywhere below it: the damaged object.
+        with pytest.raises((CorruptObject, MissingObject, UnknownRevision)) as caught:
+            handle.checkout({}, commit_ids[-1])
+        assert to_hex(target) in str(caught.value)
+        assert (caught.type is UnknownRevision) == (target.hex() == commit_ids[-1])
+        if caught.type is UnknownRevision and broken is not None:
+            assert "corrupt" in str(caught.value)  # not "no commit has the id"
+    raw.put(target, original)
+    restored = {}
+    handle.checkout(restored, commit_ids[-1])
+    assert restored == steps[-1]
+
+
+def _height(db: ObjectDB, commit_id: str) -> int:
+    commit = db.load(bytes.fromhex(commit_id))
+    assert isinstance(commit, CommitObject)
+    snap = db.load(commit.snapshot)
+    assert isinstance(snap, SnapshotObject)
+    root = db.load(snap.messages)
+    assert isinstance(root, ListNode)
+    return root.level + 1
+
+
+def _needed(repo: Repo, commit_id: str) -> set[bytes]:
+    """Every stored object a full read of the commit's snapshot needs."""
+    db = repo.objects
+    commit = db.load(bytes.fromhex(commit_id))
+    assert isinstance(commit, CommitObject)
+    snap = db.load(commit.snapshot)
+    assert isinstance(snap, SnapshotObject)
+    found = {bytes.fromhex(commit_id), commit.snapshot, snap.messages}
+    stack = [snap.messages]
+    while stack:
+        node = db.load(stack.pop())
+        assert isinstance(node, ListNode)
+        if node.level > 0:
+            found.update(node.ids)
+            stack.extend(node.ids)
+        elif node.values is not None:
+            found.update(i for i, v in zip(node.ids, node.values) if v is None)
+        else:
+            found.update(node.ids)
+    found.update(snap.tail)
+    for ref in (snap.state, snap.extras):
+        node = ref if isinstance(ref, MapNode) else db.load(ref)
+        if isinstance(ref, bytes):
+            found.add(ref)
+        assert isinstance(node, MapNode)
+        found.update(v for v in node.values if isinstance(v, bytes))
+    for object_id in list(found):
+        obj = db.load(object_id)
+        if isinstance(obj, Chunked):
+            found.update(obj.chunks)
+    return {i for i in found if repo.store.has_many([i])}
+
+
+def test_a_full_id_of_a_damaged_commit_says_it_is_damaged(repo_rev: Repo) -> None:
+    repo = repo_rev
+    first = repo.commit({"messages": [message(0)]}, message="first").id
+    second = repo.commit({"messages": [message(1)]}, message="second").id
+    raw = Raw(repo.store)
+    original = raw.get(bytes.fromhex(first))
+    assert original is not None
+    raw.put(bytes.fromhex(first), original[:-1])
+    for handle in (_fresh(repo), _fresh(repo)):
+        for text in (first, f"{first}~0", first.upper()):
+            with pytest.raises(UnknownRevision, match=f"{first}.*corrupt.*statevcs fsck"):
+                handle.resolve(text)
+        with pytest.raises(UnknownRevision, match="corrupt"):  # walking through it too
+            handle.resolve(f"{second}~2")
+        assert handle.resolve(second) == second
+    raw.put(bytes.fromhex(first), None)
+    with pytest.raises(UnknownRevision, match="no commit has the id"):
+        _fresh(repo).resolve(first)
+    raw.put(bytes.fromhex(first), original)
+    handle = _fresh(repo)
+    assert handle.resolve(first) == first == handle.resolve(f"{second}~1")
