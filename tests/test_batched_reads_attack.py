@@ -204,7 +204,7 @@ def _fresh(repo: Repo) -> Repo:
 
 @pytest.mark.parametrize("role", ROLES)
 def test_damage_at_any_level_is_named_and_a_repair_reads_back_through_the_same_handle(
-    history: tuple[Repo, str, Snapshot], role: str
+    caches: str, history: tuple[Repo, str, Snapshot], role: str
 ) -> None:
     _damage_and_repair(history, role)
 
@@ -675,12 +675,23 @@ def histories(draw: st.DrawFn) -> list[dict[str, Any]]:
     return states
 
 
+@pytest.fixture(params=["default", "tiny"])
+def caches(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The handle's caches as they ship, or so small that every read evicts and every
+    document counts as large (kept nowhere, checked by the load that reads it again)."""
+    if request.param == "tiny":
+        monkeypatch.setattr(objectdb, "_LARGE", 100)
+        monkeypatch.setattr(objectdb, "_BYTES_CACHE", 3000)
+        monkeypatch.setattr(objectdb, "_NODE_CACHE", 5)
+    return str(request.param)
+
+
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(steps=histories(), pick=st.integers(0, 10**6), damage=st.sampled_from(sorted(_DAMAGES)))
 def test_any_snapshot_reads_back_exactly_or_names_its_damage_in_few_reads(
-    steps: list[dict[str, Any]], pick: int, damage: str
+    caches: str, steps: list[dict[str, Any]], pick: int, damage: str
 ) -> None:
     store = _CountingStore()
     with Repo(store) as repo:
@@ -694,7 +705,7 @@ def test_any_snapshot_reads_back_exactly_or_names_its_damage_in_few_reads(
         height = _height(handle.objects, commit_id)
         # The commit, the snapshot, then a level a read; large values and messages add at most
         # four reads (the zstd dictionary, chunks of the tail's, chunked messages and theirs).
-        assert store.reads - before <= 2 + height + 1 + 4
+        assert caches == "tiny" or store.reads - before <= 2 + height + 1 + 4
     # Damage one object the last commit's read needs, read it through a fresh handle.
     needed = sorted(_needed(Repo(store), commit_ids[-1]))
     target = needed[pick % len(needed)]
