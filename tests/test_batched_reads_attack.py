@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import message, run_threads
+from test_upgrade import shown, unpack_fixture
 
 from statevcs import (
     AmbiguousRefWarning,
@@ -796,3 +797,78 @@ def test_a_full_id_of_a_damaged_commit_says_it_is_damaged(repo_rev: Repo) -> Non
     raw.put(bytes.fromhex(first), original)
     handle = _fresh(repo)
     assert handle.resolve(first) == first == handle.resolve(f"{second}~1")
+
+
+def test_format_1_commits_read_exactly_while_another_handle_upgrades_and_collects(
+    tmp_path: Path,
+) -> None:
+    """Threads reading a format-1 repository's commits by their old ids through one handle
+    while another upgrades it to format 2 and collects the old objects: every read exact,
+    or (an old object collected under the read) ``MissingObject``; once done, all exact."""
+    folder, expected, shows = unpack_fixture(tmp_path)
+    reader = Repo.open(folder)
+    upgrader = Repo.open(folder)
+    errors: list[BaseException] = []
+    started = threading.Event()
+
+    def work(role: str) -> None:
+        try:
+            if role == "upgrade":
+                started.wait(timeout=30)
+                upgrader.upgrade()
+                upgrader.gc("0", expire_reflog="0")
+                return
+            for _ in range(3):
+                for commit_id in expected["commits"]:
+                    try:
+                        assert shown(reader, commit_id) == shows[commit_id]
+                    except MissingObject:
+                        continue
+                    started.set()
+        except BaseException as exc:  # reported below, with the thread's own traceback
+            errors.append(exc)
+
+    run_threads(work, [("upgrade",), ("read",), ("read",)], switch_often=True)
+    assert not errors, repr(errors[0])
+    for handle in (reader, Repo.open(folder)):
+        for commit_id in expected["commits"]:
+            assert shown(handle, commit_id) == shows[commit_id]
+            assert shown(handle, commit_id[:12]) == shows[commit_id]
+    upgrader.close()
+    reader.close()
+
+
+def test_a_warm_handle_resolves_ids_another_handle_upgraded_and_collected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A handle that read format-1 commits by their ids, after another handle upgraded the
+    repository and collected the old objects: the ids stand for the replacing commits, read
+    exactly (the cached old commit is no proof the store still holds it, nor what it names)."""
+    monkeypatch.setattr(objectdb, "_BYTES_CACHE", 3000)  # smaller than what it read
+    folder, expected, shows = unpack_fixture(tmp_path)
+    with Repo.open(folder) as reader:
+        for commit_id in expected["commits"]:
+            assert shown(reader, commit_id) == shows[commit_id]
+        with Repo.open(folder) as upgrader:
+            upgrader.upgrade()
+            upgrader.gc("0", expire_reflog="0")
+        for commit_id in expected["commits"]:
+            assert reader.resolve(commit_id) != commit_id
+            assert shown(reader, commit_id) == shows[commit_id]
+
+
+def test_a_warm_handle_does_not_resolve_a_commit_another_handle_collected(
+    repo_rev: Repo,
+) -> None:
+    repo = repo_rev
+    repo.commit({"messages": [message(0)]}, branch="main")
+    gone = repo.commit({"messages": [message(1, BIG)], "k": "v" * 300}, branch="doomed").id
+    warm = _fresh(repo)
+    assert warm.show(gone).messages == [message(1, BIG)]
+    collector = _fresh(repo)
+    collector.delete_branch("doomed")
+    collector.gc("0", expire_reflog="0")
+    assert not repo.store.has_many([bytes.fromhex(gone)])
+    for handle in (warm, _fresh(repo)):
+        with pytest.raises(UnknownRevision, match="no commit has the id"):
+            handle.resolve(gone)
