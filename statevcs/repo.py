@@ -44,7 +44,7 @@ from .errors import (
 from .hashing import ObjectId, from_hex, hash_bytes, to_hex
 from .history import CommitGraph, is_ancestor, merge_bases, walk
 from .merge import Side, Strategy, merge_snapshots
-from .objectdb import ObjectDB
+from .objectdb import ObjectDB, decode_stored
 from .objects import CommitObject, Doc, decode, encode_doc, encode_with_id
 from .plumbing import Config, ObjectDatabase, Refs
 from .refs import (
@@ -1557,12 +1557,23 @@ class _Context:
         return [current, *(e.old for e in entries[:-1])]
 
     def commits_with_prefix(self, low: ObjectId, high: ObjectId) -> list[ObjectId]:
+        damaged: CorruptObject | None = None
         if low == high:  # a full id: read it, no range scan (the usual case, a logged id)
+            # From the store, never from the handle's caches: another handle's gc may have
+            # collected it since (an upgraded id then stands for its replacement), and a
+            # commit whose write failed is cached but not stored.
+            store = self.repo.store
+            data = store.get_many([low]).get(low)
             try:
-                if isinstance(self.repo.objects.load(low), CommitObject):
+                obj = None if data is None else decode_stored(store, low, data)
+            except CorruptObject as exc:
+                damaged = exc  # said below, unless an upgraded id stands for a commit
+            else:
+                if isinstance(obj, CommitObject):
+                    self.repo.objects.remember(low, obj)  # what resolves it reads it next
+                    self.repo.objects.mark_stored([low])
                     return [low]
-            except StateVCSError:
-                pass  # absent or not a commit: an upgraded id may still stand for one
+            # Absent or not a commit: an upgraded id may still stand for one.
         start = low
         found: list[ObjectId] = []
         page = 256
@@ -1580,6 +1591,9 @@ class _Context:
         if not found:
             # An id from before `statevcs upgrade` whose commit gc has since removed.
             found = [i for i in self.repo._upgraded(start, high) if self.repo.store.has_many([i])]
+        if not found and damaged is not None:
+            # The object is there but damaged: say so, not that no commit has the id.
+            raise UnknownRevision(f"cannot read {to_hex(low)}: {damaged}") from damaged
         return found
 
     def parents(self, commit_id: ObjectId) -> tuple[ObjectId, ...]:

@@ -540,6 +540,7 @@ def read_messages(
     ids: list[ObjectId] = []
     elsewhere: list[int] = []
     decode = None if decoder is None else decoder.decode
+    chunked: list[ObjectId] = []  # out of line in a packed leaf: large, chunked messages
     for leaf in prolly.leaves(db, root):
         ids.extend(leaf.ids)
         if leaf.values is None:
@@ -549,6 +550,7 @@ def read_messages(
         for value in leaf.values:
             if value is None:
                 elsewhere.append(len(messages))
+                chunked.append(ids[len(messages)])
                 messages.append(_UNSET)
                 continue
             try:
@@ -561,6 +563,8 @@ def read_messages(
                 raise CorruptObject(
                     to_hex(root), f"a packed leaf holds a message that is not valid msgpack ({exc})"
                 ) from None
+    if chunked:
+        db.prefetch(chunked)  # all of them and their chunks in two reads, not two each
     if elsewhere:
         values = db.iter_docs([ids[i] for i in elsewhere])
         for index, value in zip(elsewhere, values):
