@@ -226,7 +226,7 @@ def next_tag(repo: Repo, prefix: str, branch: str) -> str:
     used = set()
     for ref in repo.refs.as_dict(folder):
         rest = ref[len(folder) :]
-        if rest.isdigit():
+        if rest.isascii() and rest.isdigit():  # not "²", which int() refuses
             used.add(int(rest))
     number = max(used, default=0) + 1
     name = f"{prefix}/{branch}/{number}"

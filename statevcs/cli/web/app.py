@@ -117,7 +117,7 @@ def _int(request: Request, name: str, default: int) -> int:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
-    if not raw.isdigit() or len(raw) > 12:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:
         raise ToolArgumentError(f"{name} must be a whole number, got {raw[:40]!r}")
     return int(raw)
 
