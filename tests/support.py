@@ -9,6 +9,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 from statevcs import Repo
+from statevcs.stores.memory import MemoryStore
 
 T = TypeVar("T")
 
@@ -52,3 +53,15 @@ def plain(value: Any) -> Any:
     if isinstance(value, list):
         return [plain(v) for v in value]
     return value
+
+
+class CountingStore(MemoryStore):
+    """A memory store that counts its batched object reads (``get_many`` calls)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def get_many(self, ids: Iterable[bytes]) -> dict[bytes, bytes]:
+        self.reads += 1
+        return super().get_many(ids)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import message, run_threads
+from support import CountingStore, message, run_threads
 from test_upgrade import shown, unpack_fixture
 
 from statevcs import (
@@ -399,19 +399,7 @@ def test_threads_sharing_a_handle_with_a_small_bytes_cache_read_exactly(
     assert counted >= 0 and held <= 4000 + 1000
 
 
-class _CountingStore(MemoryStore):
-    """A memory store that counts its batched object reads."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.reads = 0
-
-    def get_many(self, ids: Iterable[bytes]) -> dict[bytes, bytes]:
-        self.reads += 1
-        return super().get_many(ids)
-
-
-def _reads_of_a_fresh_show(store: _CountingStore, commit_id: str, want: dict[str, Any]) -> int:
+def _reads_of_a_fresh_show(store: CountingStore, commit_id: str, want: dict[str, Any]) -> int:
     handle = Repo(store)
     before = store.reads
     snap = handle.show(commit_id)
@@ -425,7 +413,7 @@ def test_a_snapshot_read_does_not_grow_with_how_many_values_are_chunked(where: s
     (their chunked objects and all their chunks a batch each), not a read each."""
     counts = []
     for large in (1, 4):
-        store = _CountingStore()
+        store = CountingStore()
         repo = Repo(store)
         state: dict[str, Any] = {"messages": [message(i, 40) for i in range(200)]}
         if where == "state":
@@ -694,7 +682,7 @@ def caches(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
 def test_any_snapshot_reads_back_exactly_or_names_its_damage_in_few_reads(
     caches: str, steps: list[dict[str, Any]], pick: int, damage: str
 ) -> None:
-    store = _CountingStore()
+    store = CountingStore()
     with Repo(store) as repo:
         commit_ids = [repo.commit(copy.deepcopy(state), branch="main").id for state in steps]
     for commit_id, state in zip(commit_ids, steps):

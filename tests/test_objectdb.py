@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import pytest
+from support import CountingStore
 
 from statevcs.errors import CorruptObject, MissingObject
 from statevcs.objectdb import ObjectDB
@@ -69,20 +68,8 @@ def test_forget_drops_the_caches_and_adopts_the_new_generation() -> None:
         db.load(stored_id)
 
 
-class _CountingStore(MemoryStore):
-    """A memory store that counts its batched reads."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.reads = 0
-
-    def get_many(self, ids: Iterable[bytes]) -> dict[bytes, bytes]:
-        self.reads += 1
-        return super().get_many(ids)
-
-
 def test_prefetch_reads_in_one_batch_what_the_loads_after_it_find_cached() -> None:
-    store = _CountingStore()
+    store = CountingStore()
     doc_id = _stored(store, Doc({"role": "user", "content": "hi"}))
     blob_id = _stored(store, Blob(b"state bytes"))
     absent_id, _ = encode_with_id(Doc("never stored"))
