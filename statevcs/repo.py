@@ -521,7 +521,8 @@ class Repo:
         :class:`MergeConflict` when both sides changed the same key or both appended
         messages), loads the merged state into ``obj`` and returns the merge commit.
         New objects and the ref move land in one transaction: a failure leaves the branch
-        where it was.
+        where it was. Committing a plain ``dict`` (with or without ``branch=``) also moves this
+        handle's ``HEAD`` to its branch, so the next fresh dict commits there too.
 
         A :class:`StoreError` says whether the commit landed anyway (``landed``: ``False``,
         ``True``, or ``None`` when a network failure hid the answer) and names it
