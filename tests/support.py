@@ -6,9 +6,10 @@ import asyncio
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterable
+from pathlib import Path
 from typing import Any, TypeVar
 
-from statevcs import Repo
+from statevcs import Commit, Repo, objectdb
 from statevcs.stores.memory import MemoryStore
 
 T = TypeVar("T")
@@ -65,3 +66,20 @@ class CountingStore(MemoryStore):
     def get_many(self, ids: Iterable[bytes]) -> dict[bytes, bytes]:
         self.reads += 1
         return super().get_many(ids)
+
+
+def interrupted_upgrade(
+    folder: Path, say: Callable[[str], dict[str, Any]]
+) -> tuple[list[dict[str, Any]], Commit]:
+    """A repository whose ``statevcs upgrade`` was killed before its last step: refs moved to
+    packed (format 2) trees, ``core.format`` still "1". Returns ``main``'s 200 messages and
+    its tip (100 from format 1, 100 more committed after the upgrade)."""
+    first = [say(f"m{i}") for i in range(100)]
+    with Repo.init(folder, storage_format=1) as repo:
+        repo.commit({"messages": first}, message="format 1")
+    with Repo.open(folder) as upgrader:
+        upgrader.upgrade()
+        grown = [*first, *(say(f"n{i}") for i in range(100))]
+        tip = upgrader.commit({"messages": grown}, message="format 2")
+        upgrader.store.config_set(objectdb.FORMAT_KEY, "1")  # as if killed before step 4
+    return grown, tip

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import interrupted_upgrade
 
 import statevcs.objectdb as objectdb
 from statevcs import Repo, tracked_messages
@@ -367,14 +368,7 @@ def test_an_upgrade_killed_before_it_set_the_format_leaves_writers_safe(tmp_path
     """Refs moved to packed trees, ``core.format`` still 1 (killed between steps 3 and 4):
     a fresh handle reads format 1 from the config, and must not write format 1 onto them."""
     folder = tmp_path / "repo"
-    first = [_say(f"m{i}") for i in range(100)]
-    with Repo.init(folder, storage_format=1) as repo:
-        repo.commit({"messages": first}, message="format 1")
-    with Repo.open(folder) as upgrader:
-        upgrader.upgrade()
-        grown = [*first, *(_say(f"n{i}") for i in range(100))]
-        upgrader.commit({"messages": grown}, message="format 2")
-        upgrader.store.config_set(objectdb.FORMAT_KEY, "1")  # as if killed before step 4
+    grown, _tip = interrupted_upgrade(folder, _say)
     with Repo.open(folder) as writer:
         assert writer.storage_format == 1
         obj: dict[str, Any] = {"messages": tracked_messages()}

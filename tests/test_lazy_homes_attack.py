@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings, target
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
-from support import run_threads
+from support import interrupted_upgrade, run_threads
 
 import statevcs.objectdb as objectdb
 from statevcs import Repo, tracked_messages
@@ -674,14 +674,7 @@ def test_a_killed_upgrade_then_a_writer_that_read_before_it_knew_the_format(
     the commit could not be read) until ``_home`` switched handles whose format is unknown
     too."""
     folder = tmp_path / "repo"
-    first = [_say(f"m{i}") for i in range(100)]
-    with Repo.init(folder, storage_format=1) as repo:
-        repo.commit({"messages": first}, message="format 1")
-    with Repo.open(folder) as upgrader:
-        upgrader.upgrade()
-        grown = [*first, *(_say(f"n{i}") for i in range(100))]
-        tip = upgrader.commit({"messages": grown}, message="format 2")
-        upgrader.store.config_set(objectdb.FORMAT_KEY, "1")  # as if killed before step 4
+    grown, tip = interrupted_upgrade(folder, _say)
     with Repo.open(folder) as writer:
         obj: dict[str, Any] = {"messages": tracked_messages() if tracked else []}
         if read == "checkout":
