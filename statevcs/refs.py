@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from .errors import InvalidRefName
 
 HEAD = "HEAD"
@@ -13,6 +15,22 @@ MAX_REF_NAME_LENGTH = 1024
 """The longest ref name accepted, in characters (so any ref fits in a revision expression)."""
 
 _FORBIDDEN_CHARS = {"~": "'~'", "^": "'^'", ":": "':'", "?": "'?'", "*": "'*'", "[": "'['"}
+_BAD_CHAR = re.compile("[\x00-\x20\x7f~^:?*\\[\ud800-\udfff]")
+"""Every character a ref name may not hold: controls, space, DEL, ``~^:?*[``, lone surrogates."""
+
+
+def _bad_char_reason(char: str) -> str:
+    """Why ``char`` (one that :data:`_BAD_CHAR` matches) cannot be in a ref name."""
+    if char == " ":
+        return "it contains a space"
+    if char in _FORBIDDEN_CHARS:
+        return f"it contains {_FORBIDDEN_CHARS[char]}"
+    if 0xD800 <= ord(char) <= 0xDFFF:
+        return (
+            f"it contains a lone surrogate ({char!r}), which is not Unicode text; "
+            "decode the name from UTF-8 first"
+        )
+    return "it contains a control character"
 
 
 def check_ref_name(name: str) -> str:
@@ -41,19 +59,9 @@ def check_ref_name(name: str) -> str:
         raise InvalidRefName(name, "it contains '@{'")
     if "\\" in name:
         raise InvalidRefName(name, "it contains a backslash")
-    for char in name:
-        if ord(char) < 0x20 or ord(char) == 0x7F:
-            raise InvalidRefName(name, "it contains a control character")
-        if 0xD800 <= ord(char) <= 0xDFFF:
-            raise InvalidRefName(
-                name,
-                f"it contains a lone surrogate ({char!r}), which is not Unicode text; "
-                "decode the name from UTF-8 first",
-            )
-        if char == " ":
-            raise InvalidRefName(name, "it contains a space")
-        if char in _FORBIDDEN_CHARS:
-            raise InvalidRefName(name, f"it contains {_FORBIDDEN_CHARS[char]}")
+    bad = _BAD_CHAR.search(name)  # one C-level scan; names are checked on every ref read
+    if bad is not None:
+        raise InvalidRefName(name, _bad_char_reason(bad.group()))
     if name.startswith("/") or name.endswith("/"):
         raise InvalidRefName(name, "it starts or ends with '/'")
     if name.endswith("."):

@@ -57,7 +57,7 @@ from .refs import (
     short_name,
     tag_ref,
 )
-from .revisions import reflog_ref, resolve_revision
+from .revisions import ref_candidates, reflog_ref, resolve_revision
 from .serializers import JSONSerializer, StateSerializer
 from .snapshot import (
     MessageBase,
@@ -759,18 +759,16 @@ class Repo:
             sync = self._sync_of(obj)
             own_head = sync.branch if sync is not None else self._head_ref
             context = _Context(self, head=own_head if sync is not None else None)
-            branch = self._branch_named(rev)
+            branch = _branch_named(context, rev)
             if rev in (HEAD, "@"):
                 branch = own_head
-                if branch is not None and self._store.get_ref(branch) is None:
+                if branch is not None and context.ref_value(branch) is None:
                     raise UnknownRevision(
                         f"branch {short_name(branch)!r} has no commits yet; commit first"
                         + _other_branches_hint(self)
                     )
             commit_id = (
-                self._store.get_ref(branch)
-                if branch is not None
-                else resolve_revision(context, rev)
+                context.ref_value(branch) if branch is not None else resolve_revision(context, rev)
             )
             if commit_id is None:
                 raise UnknownRevision(f"revision {rev!r} names no commit")
@@ -783,18 +781,6 @@ class Repo:
 
     def _read(self, snapshot_id: ObjectId, decoder: MessageDecoder | None = None) -> ReadSnapshot:
         return read_snapshot(self.objects, snapshot_id, self.serializer, decoder)
-
-    def _branch_named(self, rev: str) -> str | None:
-        """Return the full branch ref if ``rev`` is exactly an existing branch's name."""
-        if rev.startswith(BRANCH_PREFIX):
-            candidate = rev
-        else:
-            try:
-                candidate = branch_ref(rev)
-            except StateVCSError:
-                return None
-        # As ``git checkout name``: an existing branch wins even over a tag of the same name.
-        return candidate if self._store.get_ref(candidate) is not None else None
 
     # --- reading ------------------------------------------------------------------
 
@@ -1521,6 +1507,24 @@ def _check_limit(limit: object) -> None:
         raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
 
 
+def _branch_named(context: _Context, rev: str) -> str | None:
+    """Return the full ref if ``rev`` is exactly an existing branch's name.
+
+    Read with every ref ``rev`` could mean in one store read, so resolving ``rev`` next finds
+    them read (one query instead of two for a checkout of a commit id or a branch).
+    """
+    if rev.startswith(BRANCH_PREFIX):
+        candidate = rev
+    else:
+        try:
+            candidate = branch_ref(rev)
+        except StateVCSError:
+            return None
+    # As ``git checkout name``: an existing branch wins even over a tag of the same name.
+    found = context.ref_values(list(dict.fromkeys([*ref_candidates(rev), candidate])))
+    return candidate if candidate in found else None
+
+
 class _Context:
     """Adapts a :class:`Repo` to :class:`~statevcs.revisions.RevisionContext`."""
 
@@ -1528,21 +1532,31 @@ class _Context:
         self.repo = repo
         self.head = head  # a live object's own branch, standing in for the handle's HEAD
         self._graph: CommitGraph | None = None  # read on the first ~n or ^n
+        # Refs read so far (None: absent). A context lives inside one store operation, one
+        # consistent read of the refs, so a name is never read twice.
+        self._refs: dict[str, ObjectId | None] = {}
 
     def ref_value(self, full_name: str) -> ObjectId | None:
         if full_name == HEAD:
             if self.head is not None:
-                return self.repo.store.get_ref(self.head)
-            return self.repo._head_value()
-        return self.repo.store.get_ref(full_name)
+                return self.ref_value(self.head)
+            head_ref = self.repo._head_ref
+            return self.repo._head_commit if head_ref is None else self.ref_value(head_ref)
+        if full_name not in self._refs:
+            self._refs[full_name] = self.repo.store.get_ref(full_name)
+        return self._refs[full_name]
 
     def ref_values(self, full_names: Sequence[str]) -> dict[str, ObjectId]:
-        found = self.repo.store.get_refs([name for name in full_names if name != HEAD])
+        known = self._refs
+        unread = [name for name in full_names if name != HEAD and name not in known]
+        if unread:
+            found = self.repo.store.get_refs(unread)
+            for name in unread:
+                known[name] = found.get(name)
+        values = {name: known[name] for name in full_names if name != HEAD}
         if HEAD in full_names:
-            head = self.ref_value(HEAD)
-            if head is not None:
-                found[HEAD] = head
-        return found
+            values[HEAD] = self.ref_value(HEAD)
+        return {name: value for name, value in values.items() if value is not None}
 
     def head_target(self) -> str | None:
         return self.head if self.head is not None else self.repo._head_ref

@@ -212,9 +212,11 @@ def _is_ref_name(full: str) -> bool:
     return True
 
 
-def _expansions(name: str) -> list[str]:
-    """The full ref names ``name`` may stand for, in lookup order (none when ``name`` cannot be
-    part of a ref name, so junk costs no lookup)."""
+def ref_candidates(name: str) -> list[str]:
+    """The full ref names ``name`` may stand for, in git's lookup order (``[]`` when ``name``
+    cannot be part of a ref name, so junk costs no lookup): ``main`` may be ``refs/main``,
+    ``refs/tags/main``, ``refs/heads/main``, ``refs/remotes/main`` or
+    ``refs/remotes/main/HEAD``."""
     # Prefixing valid components keeps a name valid, so checking ``name`` once is enough (the
     # parser has already turned the one exception, a bare "@", into HEAD).
     if not _is_ref_name(name):
@@ -226,7 +228,7 @@ def _expansions(name: str) -> list[str]:
 
 
 def _matches(ctx: RevisionContext, name: str) -> list[tuple[str, ObjectId]]:
-    candidates = _expansions(name)
+    candidates = ref_candidates(name)
     values = ctx.ref_values(candidates) if candidates else {}
     return [(full, values[full]) for full in candidates if full in values]
 
@@ -416,6 +418,7 @@ __all__ = [
     "RevisionContext",
     "matching_refs",
     "parse_revision",
+    "ref_candidates",
     "reflog_ref",
     "resolve_revision",
 ]

@@ -346,3 +346,35 @@ def test_the_length_limit_applies_to_the_full_ref_name() -> None:
         branch_ref(longest + "x")
     with pytest.raises(InvalidRefName, match=f"the limit is {MAX_REF_NAME_LENGTH}"):
         tag_ref("x" * (MAX_REF_NAME_LENGTH - len(TAG_PREFIX) + 1))
+
+
+def _first_bad_char_reason(char: str) -> str:
+    """The reason git's rules give for one character, written out per character class."""
+    code = ord(char)
+    if code < 0x20 or code == 0x7F:
+        return "control character"
+    if 0xD800 <= code <= 0xDFFF:
+        return "lone surrogate"
+    if char == " ":
+        return "space"
+    return f"'{char}'"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    prefix=st.text(st.sampled_from("abc-_/é0")).filter(
+        lambda p: is_valid(p + "x") and ".." not in p
+    ),
+    bad=st.sampled_from(
+        [" ", "~", "^", ":", "?", "*", "[", "\x7f", "\ud800", "\udfff"]
+        + [chr(c) for c in range(0x20)]
+    ),
+    rest=hostile_names,
+)
+def test_the_reason_names_the_first_character_git_refuses(prefix: str, bad: str, rest: str) -> None:
+    name = prefix + "x" + bad + rest
+    if "\\" in name or ".." in name or "@{" in name:
+        return  # refused for that first, whatever the characters
+    with pytest.raises(InvalidRefName) as raised:
+        check_ref_name(name)
+    assert _first_bad_char_reason(bad) in str(raised.value)

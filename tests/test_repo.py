@@ -46,6 +46,31 @@ def test_commit_log_checkout_branch_show(repo: Repo) -> None:
     assert [c.id for c in repo.log("main", limit=2)] == [commits[5].id, commits[4].id]
 
 
+def test_checkout_picks_a_branch_over_a_tag_and_a_commit_id_of_the_same_name(repo: Repo) -> None:
+    """As ``git checkout name``: an existing branch wins over a tag and over a commit id, and
+    the object stays attached to it; ``resolve`` (``git rev-parse``) still takes the id."""
+    first: dict[str, Any] = {"messages": [message(0)], "n": 0}
+    a = repo.commit(first, message="a")
+    first["n"] = 1
+    b = repo.commit(first, message="b")
+    repo.tag("dup", rev=a.id)
+    repo.branch("dup", rev=b.id)
+    repo.branch(a.id, rev=b.id)  # a branch named like commit a's full id, at b
+    for rev, branch in (("dup", "dup"), ("refs/heads/dup", "dup"), (a.id, a.id)):
+        tip = repo.get_commit(f"refs/heads/{branch}")
+        agent: dict[str, Any] = {}
+        assert repo.checkout(agent, rev).id == tip.id
+        assert agent["n"] >= 1 and repo.attached_branch(agent) == branch
+        agent["n"] += 1
+        assert repo.commit(agent, message=f"on {rev}").parents == (tip.id,)
+        assert repo.get_commit(f"refs/heads/{branch}").message == f"on {rev}"
+    with pytest.warns(statevcs.AmbiguousRefWarning):
+        assert repo.resolve(a.id) == a.id
+    detached: dict[str, Any] = {}
+    assert repo.checkout(detached, "tags/dup").id == a.id
+    assert repo.attached_branch(detached) is None
+
+
 def test_dict_follows_head_and_detached_commit_needs_branch(repo: Repo) -> None:
     state: dict[str, Any] = {"messages": [message(0)], "n": 0}
     repo.commit(state, message="one")
@@ -135,11 +160,11 @@ def test_a_fresh_checkout_by_commit_id_reads_a_level_of_objects_a_query(tmp_path
         restored: dict[str, Any] = {}
         fresh.checkout(restored, commit.id)
     assert restored == state
-    # Resolve: the id as a branch name, the commit, the other refs it could name (one query).
+    # Resolve: every ref the id could name, the branch first (one query), then the commit.
     # Read: the snapshot; what it names (tail, tree root, maps); the maps' values with the
     # root's children; then one query per tree level below those.
     assert height >= 3
-    expected = 3 + 3 + (height - 2)
+    expected = 2 + 3 + (height - 2)
     assert len(statements) == expected, "\n".join(s[:100] for s in statements)
 
 
