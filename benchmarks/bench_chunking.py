@@ -85,9 +85,9 @@ def commit_once(
     Returns the (wall, CPU) seconds of each commit and the bytes the second one stored anew.
     """
     repo = statevcs.Repo.init(folder)
-    if chunker is GEAR_1:
-        # A repository created before chunkers were recorded.
-        repo.store.config_set(CHUNKER_KEY, None)
+    if repo.objects.chunker is not chunker:
+        # A repository an earlier version created (gear-1: before chunkers were recorded).
+        repo.store.config_set(CHUNKER_KEY, None if chunker is GEAR_1 else chunker.name)
         repo.close()
         repo = statevcs.Repo.open(folder)
     assert repo.objects.chunker is chunker

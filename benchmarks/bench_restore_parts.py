@@ -172,7 +172,7 @@ def strands(folder: Path, turns: int, rounds: int) -> None:
             rev = repo.resolve(f"bench~{turns - 10}")
             STAGES.clear()
             with (
-                timed(repo_module.Repo, "_branch_named", "resolve the hex id"),
+                timed(repo_module, "_branch_named", "resolve the hex id"),
                 timed(repo_module, "resolve_revision", "resolve the hex id"),
                 timed(repo_module.Repo, "_load_commit", "read the commit"),
                 timed(repo_module.Repo, "_read", "read the snapshot (core)"),

@@ -218,27 +218,36 @@ def _keep_tail_docs(db: ObjectDB, out: dict[ObjectId, bytes], tail: Sequence[Obj
                 out[object_id] = data
 
 
-def _doc_id(value: Any, path: str, db: ObjectDB, out: dict[ObjectId, bytes]) -> ObjectId:
+def _doc_id(
+    value: Any, path: str, db: ObjectDB, out: dict[ObjectId, bytes], *, message: bool = False
+) -> ObjectId:
     try:
         data = _encode_document(value, path)
     except (TypeError, ValueError, OverflowError) as exc:
         raise refusal(value, path, exc) from None
-    if len(data) > chunking.CHUNK_THRESHOLD:
+    if message and len(data) > chunking.CHUNK_THRESHOLD:
         return _large_id(data, db, out)
+    if not message and len(data) > db.chunker.value_threshold:
+        return _large_id(data, db, out, value=True)
     object_id = hash_bytes(data)
     if object_id not in db.known:
         out[object_id] = data
     return object_id
 
 
-def _large_id(data: bytes, db: ObjectDB, out: dict[ObjectId, bytes]) -> ObjectId:
+def _large_id(
+    data: bytes, db: ObjectDB, out: dict[ObjectId, bytes], *, value: bool = False
+) -> ObjectId:
+    """The id of ``data`` chunked (``value``: a state or extras value, cut as its chunker cuts
+    values, which may differ from how it cuts a message of the same bytes)."""
     # Chunking is the slow part of a large value; a stored value seen before is found by the
     # (fast) hash of its whole encoding instead of being chunked again.
-    digest = blake3(data).digest()
+    digest = blake3(data).digest() + (b"v" if value else b"")
     cached = db.large_values.get(digest)
     if cached is not None and cached in db.known:
         return cached
-    object_id = db.chunker.chunk(data, out)
+    chunker = db.chunker
+    object_id = chunker.chunk_value(data, out) if value else chunker.chunk(data, out)
     if len(db.large_values) > 10_000:
         db.large_values.clear()
     db.large_values[digest] = object_id
@@ -274,7 +283,7 @@ def encode_messages(
         try:
             data = encode_doc(message)
         except (TypeError, ValueError, OverflowError):
-            append(_doc_id(message, f"messages[{index}]", db, out))
+            append(_doc_id(message, f"messages[{index}]", db, out, message=True))
             continue
         if len(data) > MAX_DOCUMENT_DEPTH and may_be_too_deep(data):
             check_depth(message, f"messages[{index}]")
@@ -390,8 +399,8 @@ def write_snapshot(
             state_values[key] = Inline(data)
             continue
         object_id, encoded = encode_with_id(Blob(data))
-        if len(encoded) > chunking.CHUNK_THRESHOLD:
-            object_id = _large_id(encoded, db, out)
+        if len(encoded) > db.chunker.value_threshold:
+            object_id = _large_id(encoded, db, out, value=True)
         elif object_id not in db.known:
             out[object_id] = encoded
         state_values[key] = object_id

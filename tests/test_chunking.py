@@ -22,9 +22,15 @@ from statevcs.structures.chunking import (
     CHUNKERS,
     DEFAULT_CHUNKER,
     FASTCDC_2020,
+    FASTCDC_2020_SMALL_VALUES,
     GEAR_1,
     MAX_CHUNK,
     MIN_CHUNK,
+    SMALL_AVG_CHUNK,
+    SMALL_CHUNKS_UP_TO,
+    SMALL_MAX_CHUNK,
+    SMALL_MIN_CHUNK,
+    SMALL_VALUE_THRESHOLD,
     Chunker,
     chunk,
     chunker_for,
@@ -33,6 +39,7 @@ from statevcs.structures.chunking import (
 
 MB = 1024 * 1024
 BOTH = pytest.mark.parametrize("chunker", [FASTCDC_2020, GEAR_1], ids=lambda c: c.name)
+EVERY = pytest.mark.parametrize("chunker", list(CHUNKERS.values()), ids=lambda c: c.name)
 
 
 def random_bytes(size: int, seed: int = 0) -> bytes:
@@ -57,11 +64,14 @@ def megabyte() -> bytes:
 # vectors come from data every machine derives the same way (blake3's extendable output).
 VECTOR_BYTES = blake3(b"statevcs chunking vector").digest(length=200_000)
 VECTOR_TEXT = base64.b64encode(blake3(b"statevcs chunking text").digest(length=150_000))
+_FASTCDC_2020_CUTS = (
+    [20273, 51387, 68001, 84390, 92379, 112320, 133112, 165292, 182290, 200000],
+    [19308, 40239, 57842, 76673, 96447, 113978, 132228, 164064, 181340, 198016, 200000],
+)
 KNOWN_CUTS = {
-    "fastcdc-2020": (
-        [20273, 51387, 68001, 84390, 92379, 112320, 133112, 165292, 182290, 200000],
-        [19308, 40239, 57842, 76673, 96447, 113978, 132228, 164064, 181340, 198016, 200000],
-    ),
+    "fastcdc-2020": _FASTCDC_2020_CUTS,
+    # Messages are cut as by fastcdc-2020 (their ids do not depend on which of the two).
+    "fastcdc-2020-small-values": _FASTCDC_2020_CUTS,
     # Pinned from the chunker statevcs shipped first (a pure-Python gear hash).
     "gear-1": (
         [16396, 32960, 47511, 64444, 69922, 87359, 104754, 122368, 136482, 154843, 172150,
@@ -72,7 +82,16 @@ KNOWN_CUTS = {
 }  # fmt: skip
 
 
-@BOTH
+# How fastcdc-2020-small-values cuts the first 40,000 bytes of each vector as a state value.
+KNOWN_SMALL_VALUE_CUTS = (
+    [2114, 4230, 6503, 7310, 9745, 11970, 15526, 18372, 20273, 22387, 23280, 25522, 28075,
+     29440, 31701, 33866, 35165, 38782, 40000],
+    [1445, 3809, 5887, 10663, 12784, 15343, 18290, 19308, 21994, 24730, 26933, 29566, 32639,
+     35086, 37587, 39849, 40000],
+)  # fmt: skip
+
+
+@EVERY
 def test_cut_points_match_the_known_vectors(chunker: Chunker) -> None:
     assert set(KNOWN_CUTS) == set(CHUNKERS)
     on_bytes, on_text = KNOWN_CUTS[chunker.name]
@@ -244,11 +263,12 @@ def test_a_new_repository_records_and_writes_with_the_native_chunker(
     where: str, tmp_path: Path
 ) -> None:
     repo = Repo.init("memory://" if where == "memory" else str(tmp_path))
-    assert repo.config.get(CHUNKER_KEY) == "fastcdc-2020"
-    assert repo.objects.chunker is FASTCDC_2020
+    assert repo.config.get(CHUNKER_KEY) == "fastcdc-2020-small-values"
+    assert repo.objects.chunker is FASTCDC_2020_SMALL_VALUES
     commit = repo.commit({"messages": [LARGE_MESSAGE]})
     data = encode_doc(LARGE_MESSAGE)
     assert len(data) > CHUNK_THRESHOLD
+    # A message is cut as by fastcdc-2020: the same ids as in repositories made by 0.2.0.
     stored = repo.store.has_many(chunk_ids(data, FASTCDC_2020))
     assert stored == chunk_ids(data, FASTCDC_2020)
     assert repo.show(commit.id).messages == [LARGE_MESSAGE]
@@ -310,4 +330,91 @@ def test_the_chunker_cannot_be_changed_through_config() -> None:
         repo.config.set(CHUNKER_KEY, "gear-1")
     with pytest.raises(RepositoryError, match=r"core\.chunker"):
         repo.config.set(CHUNKER_KEY, None)
-    assert repo.config.get(CHUNKER_KEY) == "fastcdc-2020"
+    assert repo.config.get(CHUNKER_KEY) == "fastcdc-2020-small-values"
+
+
+def test_small_value_cut_points_match_the_known_vectors_and_pyfastcdc() -> None:
+    from pyfastcdc.py import FastCDC as PurePythonFastCDC
+
+    reference = PurePythonFastCDC(
+        SMALL_AVG_CHUNK,
+        min_size=SMALL_MIN_CHUNK,
+        max_size=SMALL_MAX_CHUNK,
+        normalized_chunking=2,
+        seed=0,
+    )
+    for data, known in zip((VECTOR_BYTES[:40_000], VECTOR_TEXT[:40_000]), KNOWN_SMALL_VALUE_CUTS):
+        assert FASTCDC_2020_SMALL_VALUES.value_cut_points(data) == known
+        ends, end = [], 0
+        for piece in reference.cut_buf(data):
+            end += piece.length
+            ends.append(end)
+        assert ends == known
+
+
+def test_values_past_a_mebibyte_are_cut_as_messages_are(megabyte: bytes) -> None:
+    data = megabyte + megabyte[:1000]
+    assert len(data) > SMALL_CHUNKS_UP_TO
+    assert FASTCDC_2020_SMALL_VALUES.value_cut_points(data) == FASTCDC_2020.cut_points(data)
+    at_limit = megabyte[:SMALL_CHUNKS_UP_TO]
+    sizes = [len(p) for p in _value_pieces(at_limit)]
+    assert all(SMALL_MIN_CHUNK <= s <= SMALL_MAX_CHUNK for s in sizes[:-1])
+    assert SMALL_AVG_CHUNK / 2 <= sum(sizes) / len(sizes) <= 2 * SMALL_AVG_CHUNK
+
+
+def _value_pieces(data: bytes) -> list[bytes]:
+    result, start = [], 0
+    for end in FASTCDC_2020_SMALL_VALUES.value_cut_points(data):
+        result.append(data[start:end])
+        start = end
+    return result
+
+
+def _scratchpad(lines: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [f"{i}: " + "".join(rng.choice("abcdefgh ") for _ in range(70)) for i in range(lines)]
+
+
+@pytest.mark.parametrize("where", ["memory", "sqlite"])
+def test_a_state_value_edited_a_little_each_turn_stores_about_the_edit(
+    where: str, tmp_path: Path
+) -> None:
+    """A 22 KB to-do list with one line rewritten per turn: small chunks store ~3-4 KB a
+    turn where a whole value (compressed) is ~11 KB; each version reads back exactly."""
+    rng = random.Random(3)
+    sizes: dict[str, float] = {}
+    for chunker in (FASTCDC_2020_SMALL_VALUES, FASTCDC_2020):
+        repo = Repo.init("memory://" if where == "memory" else str(tmp_path / chunker.name))
+        repo.store.config_set(CHUNKER_KEY, chunker.name)  # as a repository made by 0.2.0 is
+        assert repo.objects.chunker is chunker
+        state = {"messages": [], "todo": _scratchpad(250, seed=1)}
+        versions = []
+        first = repo.commit(state, message="start")
+        before = repo.stats().bytes_stored
+        for turn in range(20):
+            state["todo"][rng.randrange(250)] = f"edited {turn} " + "z" * rng.randrange(60)
+            versions.append((repo.commit(state, message=f"turn {turn}").id, list(state["todo"])))
+        sizes[chunker.name] = (repo.stats().bytes_stored - before) / 20
+        assert repo.show(first.id).state["todo"] == _scratchpad(250, seed=1)
+        for commit_id, todo in versions:
+            assert repo.show(commit_id).state["todo"] == todo
+        repo.close()
+    assert sizes["fastcdc-2020-small-values"] < sizes["fastcdc-2020"] / 2, sizes
+
+
+def test_only_values_past_the_small_threshold_are_chunked_and_messages_as_before() -> None:
+    repo = Repo.init("memory://")
+    assert repo.objects.chunker is DEFAULT_CHUNKER is FASTCDC_2020_SMALL_VALUES
+    just_below = "x" * (SMALL_VALUE_THRESHOLD - 64)
+    above = _scratchpad(150, seed=2)  # ~11 KB
+    message = {"role": "tool", "content": [{"text": "m" * (CHUNK_THRESHOLD // 2)}]}
+    commit = repo.commit({"messages": [message], "small": just_below, "large": above, "x": {}})
+    snapshot = repo.show(commit.id)
+    assert snapshot.state == {"small": just_below, "large": above, "x": {}}
+    assert snapshot.messages == [message]
+    kinds: dict[str, int] = {}
+    for object_id, _size in repo.store.iter_objects():
+        obj = repo.objects.load(object_id)
+        kinds[type(obj).__name__] = kinds.get(type(obj).__name__, 0) + 1
+    assert kinds.get("Chunked") == 1  # the large state value only: the 32 KB message is packed
+    repo.close()

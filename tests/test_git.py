@@ -577,17 +577,19 @@ def test_diverged_refs_are_skipped_on_import(
 def test_large_values_round_trip_with_identical_ids_across_chunkers(
     tmp_path: Path, clock: Clock
 ) -> None:
-    from statevcs.objects import encode_doc
+    from statevcs.objects import Chunked, encode_doc
     from statevcs.structures.chunking import CHUNKER_KEY, GEAR_1
 
     # A repository created before chunkers were recorded cuts with gear-1; a new one with
-    # fastcdc-2020. Its exported commits still come back with their own ids.
+    # fastcdc-2020-small-values (state values from 8 KiB on). Its exported commits still come
+    # back with their own ids.
     old = statevcs.Repo.init(tmp_path / "old")
     old.store.config_set(CHUNKER_KEY, None)
     old = statevcs.Repo.open(tmp_path / "old")
     assert old.objects.chunker is GEAR_1
     big = "".join(f"{i:07d} " for i in range(30_000))
     agent: dict[str, Any] = {"messages": [{"role": "user", "content": [{"text": big}]}]}
+    agent["notes"] = big[:20_000]  # whole under gear-1, chunked under the new default
     old.commit(agent, "large", timestamp=clock())
     agent["messages"].append({"role": "assistant", "content": [{"text": big + "!"}]})
     old.commit(agent, "larger", timestamp=clock())
@@ -596,18 +598,23 @@ def test_large_values_round_trip_with_identical_ids_across_chunkers(
     assert info["chunker"] == "gear-1"
 
     new = statevcs.Repo.init("memory://")
-    assert new.objects.chunker.name == "fastcdc-2020"
+    assert new.objects.chunker.name == "fastcdc-2020-small-values"
     import_git(new, tmp_path / "mirror")
     for commit in all_commits(old):
         assert new.get_commit(commit.id) == commit
         assert new.show(commit.id) == old.show(commit.id)
     # New commits in the new repository are cut its own way.
     fresh = {"messages": [{"role": "user", "content": [{"text": big + "?"}]}]}
+    fresh["notes"] = big[:20_000] + "?"
     again = new.commit(fresh, "again", timestamp=clock())
     assert new.show(again.id).messages == fresh["messages"]
+    assert new.show(again.id).state == {"notes": fresh["notes"]}
     out: dict[bytes, bytes] = {}
     new.objects.chunker.chunk(encode_doc(fresh["messages"][0]), out)
     assert new.store.has_many(out) == set(out)
+    # The ~20 KB notes are chunked now (the old repository stored them whole).
+    sizes = [new.objects.load(i) for i, _ in new.store.iter_objects()]
+    assert any(isinstance(obj, Chunked) and 20_000 < obj.size < 21_000 for obj in sizes)
 
 
 def test_a_mirror_naming_an_unknown_chunker_is_refused(repo: statevcs.Repo, tmp_path: Path) -> None:

@@ -1,15 +1,20 @@
-"""Content-defined chunking of large values (~16 KiB average chunks).
+"""Content-defined chunking of large values.
 
-A value whose encoding exceeds :data:`CHUNK_THRESHOLD` is stored as a ``chunked`` object whose
-chunks are ``blob`` objects. Cut points depend only on nearby bytes, so a small edit inside a
-5 MB document changes one or two chunks and leaves the rest shared.
+A message whose encoding exceeds :data:`CHUNK_THRESHOLD` is stored as a ``chunked`` object
+whose chunks are ``blob`` objects; so is a state or extras value longer than its chunker's
+:attr:`Chunker.value_threshold`. Cut points depend only on nearby bytes, so a small edit inside
+a 5 MB document changes one or two chunks and leaves the rest shared.
 
 Cut points decide object ids, so every writer of one repository must cut the same way: a
 repository records its chunker in its config (:data:`CHUNKER_KEY`), fixed when it is created.
 
-- ``fastcdc-2020`` (new repositories): FastCDC 2020 as specified by fastcdc-rs's ``v2020``
-  module, run natively by pyfastcdc (hundreds of MB/s); 4 KiB minimum, 16 KiB average, 64 KiB
-  maximum, normalization level 2, the reference gear table (seed 0).
+- ``fastcdc-2020-small-values`` (new repositories): ``fastcdc-2020`` for messages; state and
+  extras values are chunked from 8 KiB on, and up to 1 MiB in ~2 KiB chunks (512 B minimum,
+  8 KiB maximum), so a value an agent edits a little each turn (a to-do list, a scratchpad)
+  stores about the edit, not the value again. Larger values are cut as by ``fastcdc-2020``.
+- ``fastcdc-2020``: FastCDC 2020 as specified by fastcdc-rs's ``v2020`` module, run natively by
+  pyfastcdc (hundreds of MB/s); 4 KiB minimum, 16 KiB average, 64 KiB maximum, normalization
+  level 2, the reference gear table (seed 0). State values are chunked above 64 KiB only.
 - ``gear-1``: statevcs's first chunker, a gear hash looped in Python (a few MB/s). Repositories
   that record no chunker were created before chunkers were recorded; they keep it, so the ids
   they get are the ids older statevcs versions write there.
@@ -32,9 +37,20 @@ if TYPE_CHECKING:
     from pyfastcdc import FastCDC
 
 CHUNK_THRESHOLD = 64 * 1024
+"""Messages whose encoding is longer are chunked (and values, with the older chunkers)."""
 MIN_CHUNK = 4 * 1024
 AVG_CHUNK = 16 * 1024
 MAX_CHUNK = 64 * 1024
+
+SMALL_VALUE_THRESHOLD = 8 * 1024
+"""``fastcdc-2020-small-values`` chunks state and extras values whose encoding is longer."""
+SMALL_MIN_CHUNK = 512
+SMALL_AVG_CHUNK = 2 * 1024
+SMALL_MAX_CHUNK = 8 * 1024
+SMALL_CHUNKS_UP_TO = 1024 * 1024
+"""Values up to this size get small chunks; longer ones the usual ~16 KiB chunks (a chunked
+object lists its chunks' ids: 2 KiB chunks of a large value would make that list the bulk of
+what an edit writes)."""
 
 CHUNKER_KEY = "core.chunker"
 """The config key naming the chunker a repository writes large values with."""
@@ -44,26 +60,41 @@ class Chunker:
     """One way of cutting large values; its :attr:`name` is what a repository records."""
 
     name: str
+    value_threshold: int = CHUNK_THRESHOLD
+    """State and extras values whose encoding is longer than this are chunked."""
 
     def cut_points(self, data: bytes) -> list[int]:
         """Return the end offsets of the chunks of ``data`` (the last one is ``len(data)``)."""
         raise NotImplementedError
 
+    def value_cut_points(self, data: bytes) -> list[int]:
+        """:meth:`cut_points` of a state or extras value (the same unless a chunker says)."""
+        return self.cut_points(data)
+
     def chunk(self, data: bytes, out: dict[ObjectId, bytes]) -> ObjectId:
         """Store ``data`` as a ``chunked`` object of blob chunks into ``out``; return its id."""
-        chunk_ids: list[ObjectId] = []
-        start = 0
-        for end in self.cut_points(data):
-            chunk_id, encoded = encode_with_id(Blob(data[start:end]))
-            out[chunk_id] = encoded
-            chunk_ids.append(chunk_id)
-            start = end
-        object_id, encoded = encode_with_id(Chunked(len(data), tuple(chunk_ids)))
-        out[object_id] = encoded
-        return object_id
+        return _chunked(data, self.cut_points(data), out)
+
+    def chunk_value(self, data: bytes, out: dict[ObjectId, bytes]) -> ObjectId:
+        """:meth:`chunk` of a state or extras value, cut by :meth:`value_cut_points`."""
+        return _chunked(data, self.value_cut_points(data), out)
 
     def __repr__(self) -> str:
         return f"<chunker {self.name}>"
+
+
+def _chunked(data: bytes, points: list[int], out: dict[ObjectId, bytes]) -> ObjectId:
+    """Store ``data`` cut at ``points`` as blobs and a ``chunked`` object; return its id."""
+    chunk_ids: list[ObjectId] = []
+    start = 0
+    for end in points:
+        chunk_id, encoded = encode_with_id(Blob(data[start:end]))
+        out[chunk_id] = encoded
+        chunk_ids.append(chunk_id)
+        start = end
+    object_id, encoded = encode_with_id(Chunked(len(data), tuple(chunk_ids)))
+    out[object_id] = encoded
+    return object_id
 
 
 class FastCDC2020(Chunker):
@@ -72,32 +103,55 @@ class FastCDC2020(Chunker):
     name = "fastcdc-2020"
 
     def __init__(self) -> None:
-        self._cdc: FastCDC | None = None
+        self._cdc: dict[int, FastCDC] = {}
         self._lock = threading.Lock()
 
-    def _native(self) -> FastCDC:
+    def _native(self, average: int = AVG_CHUNK) -> FastCDC:
         # Imported on first use, so ``import statevcs`` stays fast.
         with self._lock:
-            if self._cdc is None:
+            found = self._cdc.get(average)
+            if found is None:
                 from pyfastcdc import FastCDC
 
-                self._cdc = FastCDC(
-                    AVG_CHUNK,
-                    min_size=MIN_CHUNK,
-                    max_size=MAX_CHUNK,
+                minimum, maximum = _SIZES[average]
+                found = self._cdc[average] = FastCDC(
+                    average,
+                    min_size=minimum,
+                    max_size=maximum,
                     normalized_chunking=2,
                     seed=0,
                 )
-            return self._cdc
+            return found
 
     def cut_points(self, data: bytes) -> list[int]:
         """Return the end offsets of the chunks of ``data`` (the last one is ``len(data)``)."""
+        return self._cut(data, AVG_CHUNK)
+
+    def _cut(self, data: bytes, average: int) -> list[int]:
         points: list[int] = []
         end = 0
-        for piece in self._native().cut_buf(data):
+        for piece in self._native(average).cut_buf(data):
             end += piece.length
             points.append(end)
         return points
+
+
+_SIZES = {AVG_CHUNK: (MIN_CHUNK, MAX_CHUNK), SMALL_AVG_CHUNK: (SMALL_MIN_CHUNK, SMALL_MAX_CHUNK)}
+"""Minimum and maximum chunk size for each average FastCDC is run with."""
+
+
+class FastCDC2020SmallValues(FastCDC2020):
+    """``fastcdc-2020`` for messages and large values; ~2 KiB chunks for state and extras
+    values from 8 KiB to 1 MiB, so an agent's small edit to one stores about the edit."""
+
+    name = "fastcdc-2020-small-values"
+    value_threshold = SMALL_VALUE_THRESHOLD
+
+    def value_cut_points(self, data: bytes) -> list[int]:
+        """Return the end offsets of a state or extras value's chunks."""
+        if len(data) > SMALL_CHUNKS_UP_TO:
+            return self._cut(data, AVG_CHUNK)
+        return self._cut(data, SMALL_AVG_CHUNK)
 
 
 _M64 = (1 << 64) - 1
@@ -148,13 +202,16 @@ class Gear1(Chunker):
         return points
 
 
+FASTCDC_2020_SMALL_VALUES: Chunker = FastCDC2020SmallValues()
 FASTCDC_2020: Chunker = FastCDC2020()
 GEAR_1: Chunker = Gear1()
 
-CHUNKERS: Mapping[str, Chunker] = MappingProxyType({c.name: c for c in (FASTCDC_2020, GEAR_1)})
+CHUNKERS: Mapping[str, Chunker] = MappingProxyType(
+    {c.name: c for c in (FASTCDC_2020_SMALL_VALUES, FASTCDC_2020, GEAR_1)}
+)
 """Every chunker this version can write with, by the name a repository records."""
 
-DEFAULT_CHUNKER = FASTCDC_2020
+DEFAULT_CHUNKER = FASTCDC_2020_SMALL_VALUES
 """What a new repository writes with."""
 
 UNRECORDED_CHUNKER = GEAR_1
