@@ -312,3 +312,24 @@ def test_the_session_reads_benchmark_prints_its_table_and_leaves_no_files(tmp_pa
     assert all(re.fullmatch(r"[\d.]+", value) for row in cells for value in row[2:]), rows
     assert list(scratch.iterdir()) == []
     assert [path.name for path in tmp_path.iterdir()] == ["scratch"]
+
+
+def test_the_workloads_benchmark_prints_every_workload(tmp_path: Path) -> None:
+    result = run(tmp_path, "--quick", script=ROOT / "benchmarks" / "bench_workloads.py")
+    assert result.returncode == 0, result.stderr
+    rows = [line.split(" | ") for line in result.stdout.splitlines() if line.startswith("| ")]
+    body = {(row[0].lstrip("| "), row[1]): row for row in rows[1:]}
+    assert set(body) == {
+        ("chat", "fastcdc-2020-small-values"),
+        ("tool calls", "fastcdc-2020-small-values"),
+        ("tiny events", "fastcdc-2020-small-values"),
+        ("to-do list", "fastcdc-2020"),
+        ("to-do list", "fastcdc-2020-small-values"),
+    }
+    for row in body.values():
+        assert all(float(cell.rstrip("x |")) > 0 for cell in row[2:]), row
+    # The to-do list stores less a turn with small chunks for values.
+    old, new = body["to-do list", "fastcdc-2020"], body["to-do list", "fastcdc-2020-small-values"]
+    assert float(new[4]) < float(old[4]) / 2
+    assert [path.name for path in tmp_path.iterdir()] == ["scratch"]
+    assert list((tmp_path / "scratch").iterdir()) == []
