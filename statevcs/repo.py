@@ -53,6 +53,7 @@ from .refs import (
     HEAD,
     TAG_PREFIX,
     branch_ref,
+    check_ref_name,
     full_branch_ref,
     short_name,
     tag_ref,
@@ -1513,13 +1514,12 @@ def _branch_named(context: _Context, rev: str) -> str | None:
     Read with every ref ``rev`` could mean in one store read, so resolving ``rev`` next finds
     them read (one query instead of two for a checkout of a commit id or a branch).
     """
-    if rev.startswith(BRANCH_PREFIX):
-        candidate = rev
-    else:
-        try:
-            candidate = branch_ref(rev)
-        except StateVCSError:
-            return None
+    try:
+        # No branch has an invalid name; resolving ``rev`` says what is wrong with it (a store
+        # handed a lone surrogate would fail with a UnicodeEncodeError instead).
+        candidate = check_ref_name(rev) if rev.startswith(BRANCH_PREFIX) else branch_ref(rev)
+    except StateVCSError:
+        return None
     # As ``git checkout name``: an existing branch wins even over a tag of the same name.
     found = context.ref_values(list(dict.fromkeys([*ref_candidates(rev), candidate])))
     return candidate if candidate in found else None
