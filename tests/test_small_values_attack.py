@@ -292,3 +292,38 @@ def test_upgrade_and_the_git_mirror_keep_small_value_chunks(tmp_path: Path) -> N
         live["todo"] += "more"
         next_ids.append(handle.commit(live, message="next", timestamp=_at(20), author="a").id)
     assert next_ids[0] == next_ids[1]
+
+
+@pytest.mark.parametrize("chunker", ["fastcdc-2020", "gear-1"])
+def test_commits_imported_from_an_older_chunkers_mirror_export_and_import_again(
+    tmp_path: Path, chunker: str
+) -> None:
+    """A 0.2.0 repository's history, imported into a new repository and exported again, is
+    recorded with the new repository's chunker in statevcs.json; importing that second mirror
+    rebuilt its ~20 KB notes in ~2 KiB chunks and refused every commit (GitMirrorError)."""
+    old = Repo.init(tmp_path / "old")
+    old.store.config_set(CHUNKER_KEY, chunker)
+    old = Repo.open(tmp_path / "old")
+    assert old.objects.chunker.name == chunker
+    rng = random.Random(4)
+    agent: dict[str, Any] = {"messages": [{"role": "user", "content": _text(rng, 70_000)}]}
+    for turn in range(3):
+        agent["notes"] = _text(rng, 20_000)
+        agent["messages"].append({"role": "assistant", "content": f"turn {turn}"})
+        old.commit(agent, message=f"turn {turn}", timestamp=_at(turn))
+    history = [c.id for c in old.log("main")]
+    export_git(old, tmp_path / "m1")
+    new = Repo.init(tmp_path / "new")
+    import_git(new, tmp_path / "m1")
+    live: dict[str, Any] = {}
+    new.checkout(live, "main")
+    live["notes"] += " and a new turn"
+    new.commit(live, message="new turn", timestamp=_at(9))  # cut the new repository's way
+    export_git(new, tmp_path / "m2")
+    third = Repo.init("memory://")
+    import_git(third, tmp_path / "m2")
+    assert [c.id for c in third.log("main")] == [c.id for c in new.log("main")]
+    assert [c.id for c in third.log("main")][1:] == history
+    for commit in new.log("main"):
+        assert third.show(commit.id) == new.show(commit.id)
+    assert third.fsck().problems == ()

@@ -35,7 +35,7 @@ from ...refs import BRANCH_PREFIX, branch_ref, check_ref_name
 from ...repo import Repo
 from ...serializers import JSONSerializer, serializer_for
 from ...snapshot import MessageBase, Snapshot, StoredMessages, WrittenSnapshot
-from ...structures.chunking import Chunker, chunker_for
+from ...structures.chunking import CHUNKERS, Chunker, chunker_for
 from ...structures.prolly import prefix_length
 from .jsonmap import from_json, parse_json
 from .layout import (
@@ -311,6 +311,8 @@ class _Importer:
         self.encoders: dict[tuple[str, int], ObjectDatabase] = {}
         self.storage_format: int | None = None
         """The storage format the last recorded snapshot was rebuilt in."""
+        self.chunker: Chunker | None = None
+        """The chunker the last recorded snapshot was rebuilt with."""
 
     def encoder(self, chunker: Chunker, storage_format: int | None = None) -> ObjectDatabase:
         """The object database that encodes snapshots cut with ``chunker`` in a storage format.
@@ -818,25 +820,32 @@ def _rebuild(
     """Rebuild an exported snapshot with its recorded id, in the storage format it had.
 
     The format the previous commit matched is tried first; the other one is built from
-    scratch (its parent's tree is in another format), so a mirror of a format-1 repository
-    imports with identical ids into any repository.
+    scratch (its parent's tree is in another format, or cut another way), so a mirror of a
+    format-1 repository imports with identical ids into any repository. Likewise the chunker
+    the previous commit matched, then the recorded one, then the others this version knows:
+    a repository records its own chunker for every commit it exports, also for commits it
+    imported from another repository's mirror, whose values keep the cuts they were made with.
     """
     first = importer.storage_format or importer.repo.objects.format
-    snapshot_id = ""
-    for storage_format in (first, *(f for f in (2, 1) if f != first)):
-        encoder = importer.encoder(info.chunker, storage_format)
-        written = encoder.encode_snapshot(
-            snapshot,
-            state_codec=info.codec,
-            base=base if storage_format == first else None,
-            raw_state=True,
-        )
-        snapshot_id = to_hex(written.snapshot_id)
-        if snapshot_id == info.snapshot:
-            importer.storage_format = storage_format
-            return written
+    chunkers = [importer.chunker or info.chunker, info.chunker, *CHUNKERS.values()]
+    recorded = ""
+    for number, chunker in enumerate(dict.fromkeys(chunkers)):
+        for storage_format in (first, *(f for f in (2, 1) if f != first)):
+            encoder = importer.encoder(chunker, storage_format)
+            # Only the encoder that wrote the parent knows its objects (queued, not stored).
+            splice = not number and storage_format == first
+            written = encoder.encode_snapshot(
+                snapshot, state_codec=info.codec, base=base if splice else None, raw_state=True
+            )
+            snapshot_id = to_hex(written.snapshot_id)
+            if chunker is info.chunker:
+                recorded = snapshot_id  # what the error names: the recorded chunker's rebuild
+            if snapshot_id == info.snapshot:
+                importer.storage_format = storage_format
+                importer.chunker = chunker
+                return written
     raise GitMirrorError(
-        f"its files rebuild snapshot {snapshot_id[:12]}, not the recorded "
+        f"its files rebuild snapshot {recorded[:12]}, not the recorded "
         f"{info.snapshot[:12]}: they were changed without a new commit, or were written by "
         "an incompatible statevcs; make a new git commit for the change instead"
     )
