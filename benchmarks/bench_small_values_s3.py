@@ -28,7 +28,7 @@ from seaweedfs import SeaweedFS, credentials
 import statevcs
 from statevcs.structures.chunking import CHUNKER_KEY
 
-SIZES = [20_000, 200_000, 1_000_000]
+SIZES = [20_000, 100_000, 1_000_000]
 CHUNKERS = ["fastcdc-2020-small-values", "fastcdc-2020"]
 
 

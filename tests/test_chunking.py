@@ -352,7 +352,7 @@ def test_small_value_cut_points_match_the_known_vectors_and_pyfastcdc() -> None:
         assert ends == known
 
 
-def test_values_past_a_mebibyte_are_cut_as_messages_are(megabyte: bytes) -> None:
+def test_values_past_the_small_chunk_limit_are_cut_as_messages_are(megabyte: bytes) -> None:
     data = megabyte + megabyte[:1000]
     assert len(data) > SMALL_CHUNKS_UP_TO
     assert FASTCDC_2020_SMALL_VALUES.value_cut_points(data) == FASTCDC_2020.cut_points(data)

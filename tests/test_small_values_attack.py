@@ -1,5 +1,5 @@
 """Attacks on ``fastcdc-2020-small-values``: state and extras values around its thresholds
-(8 KiB, 64 KiB, 1 MiB, each +-1 byte of encoding) on every store, forks, gc, fsck, upgrade
+(8 KiB, 64 KiB, 128 KiB, each +-1 byte of encoding) on every store, forks, gc, fsck, upgrade
 and the git mirror; and repositories recording the older chunkers keep writing the ids
 statevcs 0.2.0 wrote.
 """

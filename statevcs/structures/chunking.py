@@ -9,7 +9,7 @@ Cut points decide object ids, so every writer of one repository must cut the sam
 repository records its chunker in its config (:data:`CHUNKER_KEY`), fixed when it is created.
 
 - ``fastcdc-2020-small-values`` (new repositories): ``fastcdc-2020`` for messages; state and
-  extras values are chunked from 8 KiB on, and up to 1 MiB in ~2 KiB chunks (512 B minimum,
+  extras values are chunked from 8 KiB on, and up to 128 KiB in ~2 KiB chunks (512 B minimum,
   8 KiB maximum), so a value an agent edits a little each turn (a to-do list, a scratchpad)
   stores about the edit, not the value again. Larger values are cut as by ``fastcdc-2020``.
 - ``fastcdc-2020``: FastCDC 2020 as specified by fastcdc-rs's ``v2020`` module, run natively by
@@ -47,10 +47,11 @@ SMALL_VALUE_THRESHOLD = 8 * 1024
 SMALL_MIN_CHUNK = 512
 SMALL_AVG_CHUNK = 2 * 1024
 SMALL_MAX_CHUNK = 8 * 1024
-SMALL_CHUNKS_UP_TO = 1024 * 1024
-"""Values up to this size get small chunks; longer ones the usual ~16 KiB chunks (a chunked
-object lists its chunks' ids: 2 KiB chunks of a large value would make that list the bulk of
-what an edit writes)."""
+SMALL_CHUNKS_UP_TO = 128 * 1024
+"""Values up to this size get small chunks (at most ~64); longer ones the usual ~16 KiB chunks.
+Each chunk is an object to read (one request each on S3: 2 KiB chunks made a 1 MB value's
+cold read 434 requests instead of 67, ``benchmarks/bench_small_values_s3.py``), and a chunked
+object lists its chunks' ids, which an edit rewrites."""
 
 CHUNKER_KEY = "core.chunker"
 """The config key naming the chunker a repository writes large values with."""
@@ -142,7 +143,7 @@ _SIZES = {AVG_CHUNK: (MIN_CHUNK, MAX_CHUNK), SMALL_AVG_CHUNK: (SMALL_MIN_CHUNK, 
 
 class FastCDC2020SmallValues(FastCDC2020):
     """``fastcdc-2020`` for messages and large values; ~2 KiB chunks for state and extras
-    values from 8 KiB to 1 MiB, so an agent's small edit to one stores about the edit."""
+    values from 8 KiB to 128 KiB, so an agent's small edit to one stores about the edit."""
 
     name = "fastcdc-2020-small-values"
     value_threshold = SMALL_VALUE_THRESHOLD
@@ -237,10 +238,12 @@ def chunker_for(name: str | None) -> Chunker:
 
 
 def cut_points(data: bytes, chunker: Chunker = DEFAULT_CHUNKER) -> list[int]:
-    """Return the end offsets of the chunks ``chunker`` cuts ``data`` into."""
+    """Return the end offsets of the chunks ``chunker`` cuts ``data`` into as a message (a state
+    or extras value: :meth:`Chunker.value_cut_points`)."""
     return chunker.cut_points(data)
 
 
 def chunk(data: bytes, out: dict[ObjectId, bytes], chunker: Chunker = DEFAULT_CHUNKER) -> ObjectId:
-    """Store ``data`` as a ``chunked`` object into ``out`` (cut by ``chunker``); return its id."""
+    """Store ``data`` as a ``chunked`` object into ``out``, cut by ``chunker`` as a message is
+    (a value: :meth:`Chunker.chunk_value`); return its id."""
     return chunker.chunk(data, out)

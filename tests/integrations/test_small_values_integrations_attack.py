@@ -1,5 +1,5 @@
 """``fastcdc-2020-small-values`` through the integrations: LangGraph channel values and pending
-writes, and Strands agent state, around 8 KiB, 64 KiB and 1 MiB read back exactly (as
+writes, and Strands agent state, around 8 KiB, 64 KiB, 128 KiB and 1 MiB read back exactly (as
 LangGraph's ``InMemorySaver`` gives them back; as the agent's own snapshot had them)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from statevcs.objects import Chunked
 
 from .conftest import snapshot_data
 
-SIZES = [8_180, 8_191, 8_192, 8_193, 8_200, 65_535, 65_536, 65_537, 1_048_576, 1_048_577]
+SIZES = [8_180, 8_191, 8_192, 8_193, 8_200, 65_535, 65_536, 65_537, 131_072, 131_073, 1_048_577]
 
 
 def _text(rng: random.Random, size: int) -> str:
