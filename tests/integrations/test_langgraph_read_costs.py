@@ -21,8 +21,17 @@ from statevcs.integrations.langgraph import store as lg_store
 from statevcs.objects import ListNode
 from statevcs.structures.maps import read_map
 
-from .langgraph_support import chat_graph, config_of, exact, tuple_shape
+from .langgraph_support import (
+    Differential,
+    chat_graph,
+    checkpoint_uuid,
+    config_of,
+    exact,
+    tuple_shape,
+)
 
+ERROR = "__error__"
+"""LangGraph's error channel: a special write (the newest of a task replaces the others)."""
 TURNS = 80
 """Enough turns that an early checkpoint is in an older index segment than the head's own."""
 
@@ -30,9 +39,10 @@ TURNS = 80
 @contextmanager
 def counted(repo: statevcs.Repo) -> Iterator[dict[str, list[Any]]]:
     """Record every store read of ``repo`` (object batches, ref reads) while inside."""
-    calls: dict[str, list[Any]] = {"get_many": [], "get_ref": [], "list_refs": []}
+    calls: dict[str, list[Any]] = {"get_many": [], "get_ref": [], "get_refs": [], "list_refs": []}
     store: Any = repo.store
     real_get_many, real_get_ref, real_list_refs = store.get_many, store.get_ref, store.list_refs
+    real_get_refs = store.get_refs
 
     def get_many(ids: Any) -> Any:
         wanted = list(ids)
@@ -43,6 +53,11 @@ def counted(repo: statevcs.Repo) -> Iterator[dict[str, list[Any]]]:
         calls["get_ref"].append(name)
         return real_get_ref(name)
 
+    def get_refs(names: Any) -> Any:
+        wanted = list(names)
+        calls["get_refs"].append(wanted)
+        return real_get_refs(wanted)
+
     def list_refs(prefix: str = "refs/") -> Any:
         calls["list_refs"].append(prefix)
         return real_list_refs(prefix)
@@ -50,6 +65,7 @@ def counted(repo: statevcs.Repo) -> Iterator[dict[str, list[Any]]]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(store, "get_many", get_many)
         patch.setattr(store, "get_ref", get_ref)
+        patch.setattr(store, "get_refs", get_refs)
         patch.setattr(store, "list_refs", list_refs)
         yield calls
 
@@ -116,8 +132,11 @@ def test_a_fresh_get_tuple_by_id_reads_once_per_dependent_step(
             got = saver.get_tuple(config_of("t", "", target))
     assert exact(tuple_shape(got), expected)
     assert saver._counts["lineage index hits"] == 1
-    # The branch, the checkpoint's side ref of pending writes; the namespace's other leaves.
-    assert len(calls["get_ref"]) == 2 and len(calls["list_refs"]) == 1
+    # The branch and the checkpoint's side ref of pending writes (named by the config) in one
+    # query; the namespace's other leaves.
+    key = saver._key(config_of("t"))
+    assert calls["get_refs"] == [[key.branch, key.writes_ref(target)]]
+    assert not calls["get_ref"] and len(calls["list_refs"]) == 1
     # Find: the head, its newest segment, the older one holding the id, the commit with its
     # child. Read: both snapshots; the maps, values, open tail and tree root with the child's
     # extras; then one batch per level of the message tree.
@@ -143,8 +162,52 @@ def test_a_fresh_get_tuple_of_the_latest_reads_once_per_dependent_step(
             got = saver.get_tuple(config_of("t"))
     assert exact(tuple_shape(got), expected) and got is not None
     assert got.checkpoint["id"] == ids[-1]
-    assert len(calls["get_ref"]) == 2 and len(calls["list_refs"]) == 1
+    # The branch, then the side ref its checkpoint id names; the namespace's other leaves.
+    assert len(calls["get_ref"]) == 2 and not calls["get_refs"] and len(calls["list_refs"]) == 1
     # The tip; its snapshot; maps, values, tail and root; each level of the tree below.
     assert len(calls["get_many"]) == 1 + 2 + levels, calls["get_many"]
     read = [i for batch in calls["get_many"] for i in batch]
     assert len(read) == len(set(read))
+
+
+def test_a_side_ref_read_with_the_branch_is_read_again_once_a_fork_folded_it(
+    tmp_path: Path,
+) -> None:
+    # get_tuple by id reads the side ref of pending writes with the branch, before the other
+    # leaves. Checkpoint 2 is a leaf of a fork (the tip, 9, is its sibling's). Between the
+    # two reads another writer replaces a special write of 2 (ERROR: the newest one wins) and
+    # puts 2's child 3, a leaf below the tip, which folds the writes and drops the side ref:
+    # the side ref as first read is older than 3's copy and must not win over it.
+    with statevcs.Repo.init(tmp_path / "repo") as repo:
+        savers = Differential(repo)
+        place = ("t", "")
+        root, fork, tip, child = (checkpoint_uuid(n) for n in (1, 2, 9, 3))
+        savers.put(place, None, root, 1)
+        savers.put(place, root, fork, 2)
+        savers.put(place, root, tip, 3)
+        savers.put_writes(place, fork, [(ERROR, "old"), ("n", 5)], "task")
+        reader = StateVCSSaver(repo)
+        key = reader._key(config_of("t"))
+        assert repo.refs.get(key.writes_ref(fork)) is not None
+        store: Any = repo.store
+        real_get_refs = store.get_refs
+        raced: list[Any] = []
+
+        def get_refs(names: Any) -> Any:
+            found = real_get_refs(names)
+            if not raced:
+                raced.append(found)
+                savers.put_writes(place, fork, [(ERROR, "new")], "task")
+                savers.put(place, fork, child, 4)
+            return found
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(store, "get_refs", get_refs)
+            got = reader.get_tuple(config_of("t", "", fork))
+        assert key.writes_ref(fork) in raced[0]  # read before the child folded it
+        assert repo.refs.get(key.writes_ref(fork)) is None  # the child folded them
+        assert repo.refs.get(key.branch) == raced[0][key.branch]  # the tip stayed
+        expected = savers.memory.get_tuple(config_of("t", "", fork))
+        assert got is not None and expected is not None
+        assert ("task", ERROR, "new") in got.pending_writes
+        assert tuple_shape(got) == tuple_shape(expected)

@@ -221,6 +221,8 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
     def _get_tuple(self, key: ThreadKey, checkpoint_id: str | None) -> CheckpointTuple | None:
         """One read of :meth:`get_tuple` (the caller holds the lock)."""
         folders: builtins.list[store.Stored] = []
+        side_name: str | None = None
+        refs: dict[str, ObjectId] = {}
         if checkpoint_id is None:
             tip = self.repo.refs.get(key.branch)
             if tip is None:
@@ -232,11 +234,24 @@ class StateVCSSaver(BaseCheckpointSaver[int]):
             if elsewhere is not None:
                 found, folders = elsewhere
         else:
-            heads = store.read_heads(self.repo, key)
+            # The config names the side ref of the checkpoint's pending writes: read it with
+            # the branch, in one query.
+            side_name = _side_name(key, checkpoint_id)
+            names = [key.branch] if side_name is None else [key.branch, side_name]
+            refs = self.repo.store.get_refs(names)
+            heads = store.Heads(refs.get(key.branch), self.repo.refs.as_dict(key.leaf_prefix))
             found, folders = self._find(key, heads, checkpoint_id)
         if found is None:
             return None
-        side = self.repo.refs.get(key.writes_ref(found.checkpoint_id))
+        if side_name is None:
+            side = self.repo.refs.get(key.writes_ref(found.checkpoint_id))
+        else:
+            side = refs.get(side_name)
+            if side is not None and folders:
+                # Read before the heads: a child put since may have folded these writes (a
+                # special write there newer than the side's) and dropped the ref. Read it
+                # after the heads, as the order of the steps that write them requires.
+                side = self.repo.refs.get(side_name)
         readahead.read_checkpoint(
             self.repo.objects,
             found.commit.snapshot,
@@ -1463,6 +1478,15 @@ def _retarget(name: str, source: str, target: str) -> str:
         if name.startswith(root):
             return root + target + name[len(root) + len(source) :]
     raise AssertionError(name)
+
+
+def _side_name(key: ThreadKey, checkpoint_id: str) -> str | None:
+    """The side ref of ``checkpoint_id``'s pending writes (``None``: an id too long to name
+    one; reading such a checkpoint, if any, raises where it did)."""
+    try:
+        return key.writes_ref(checkpoint_id)
+    except InvalidCheckpointConfig:
+        return None
 
 
 def _configurable(config: object, argument: str) -> Mapping[str, Any]:
