@@ -8,6 +8,13 @@ handle every time). One command, two tables::
     python benchmarks/bench_restore_parts.py                # 300 turns, about a minute
     python benchmarks/bench_restore_parts.py --turns 1000   # the peer run's size
 
+``--against DIR`` times instead the LangGraph restores (turn 10 by checkpoint id, and the
+latest) with the ``statevcs`` package under ``DIR`` and with this checkout's, alternating in
+one process (each round runs both, in turns first), next to ``SqliteSaver``::
+
+    mkdir /tmp/old && git archive main statevcs | tar -x -C /tmp/old
+    python benchmarks/bench_restore_parts.py --against /tmp/old --turns 1000
+
 Stages of ``StateVCSSaver`` (``graph.get_state`` of turn 10 by checkpoint id): finding the
 commit (the heads' lineage indexes), reading the checkpoint (refs, snapshot, messages,
 values), and LangGraph's own work around ``get_tuple``. Stages of ``repo.checkout(agent,
@@ -220,16 +227,136 @@ def strands(folder: Path, turns: int, rounds: int) -> None:
     )
 
 
+# --- A/B against another statevcs tree ----------------------------------------------------
+
+
+def _own(name: str) -> bool:
+    return name == "statevcs" or name.startswith("statevcs.")
+
+
+def _install(modules: dict[str, Any]) -> None:
+    """Make ``modules`` the loaded ``statevcs`` (lazy imports by name find them too)."""
+    for name in [n for n in sys.modules if _own(n)]:
+        del sys.modules[name]
+    sys.modules.update(modules)
+
+
+def _load_tree(root: str | None) -> dict[str, Any]:
+    """Import ``statevcs`` (and its LangGraph integration) from ``root`` (``None``: as
+    installed) as a set of modules of its own."""
+    _install({})
+    if root is not None:
+        sys.path.insert(0, root)
+    try:
+        import statevcs.integrations.langgraph  # noqa: F401 - loads the package too
+    finally:
+        if root is not None:
+            sys.path.remove(root)
+    return {name: module for name, module in sys.modules.items() if _own(name)}
+
+
+def langgraph_ab(folder: Path, turns: int, rounds: int, against: str) -> None:
+    trees = {"old": _load_tree(against), "new": _load_tree(None)}
+    if not trees["old"]["statevcs"].__file__.startswith(str(Path(against).resolve())):
+        raise SystemExit(f"--against {against}: no statevcs package there")
+    folder.mkdir(parents=True)
+    thread = {"configurable": {"thread_id": "bench"}}
+    path, sqlite_path = folder / "repo", str(folder / "checkpoints.sqlite")
+    connection = sqlite3.connect(sqlite_path, check_same_thread=False)
+    ids: dict[str, str] = {}
+    _install(trees["new"])
+    new = trees["new"]
+    with new["statevcs"].Repo.init(path) as repo:
+        savers = (
+            ("statevcs", new["statevcs.integrations.langgraph"].StateVCSSaver(repo)),
+            ("sqlite", SqliteSaver(connection)),
+        )
+        for name, saver in savers:
+            graph = peers.build_graph("add_messages", saver)
+            for turn in range(1, turns + 1):
+                message = HumanMessage(content=peers.user_text(turn), id=f"u{turn}")
+                graph.invoke({"messages": [message]}, thread, durability="sync")
+                if turn == 10:
+                    ids[name] = graph.get_state(thread).config["configurable"]["checkpoint_id"]
+    connection.close()
+
+    def config(name: str, latest: bool) -> dict[str, Any]:
+        if latest:
+            return thread
+        return {"configurable": {"thread_id": "bench", "checkpoint_id": ids[name]}}
+
+    def ours(tree: str, latest: bool) -> float:
+        modules = trees[tree]
+        _install(modules)
+        saver_class = modules["statevcs.integrations.langgraph"].StateVCSSaver
+        with modules["statevcs"].Repo.open(path) as fresh:
+            graph = peers.build_graph("add_messages", saver_class(fresh))
+            start = time.perf_counter()
+            values = graph.get_state(config("statevcs", latest)).values
+            took = time.perf_counter() - start
+        assert len(values["messages"]) == (2 * turns if latest else 20)
+        return took
+
+    def theirs(latest: bool) -> float:
+        conn = sqlite3.connect(sqlite_path, check_same_thread=False)
+        try:
+            graph = peers.build_graph("add_messages", SqliteSaver(conn))
+            start = time.perf_counter()
+            values = graph.get_state(config("sqlite", latest)).values
+            took = time.perf_counter() - start
+        finally:
+            conn.close()
+        assert len(values["messages"]) == (2 * turns if latest else 20)
+        return took
+
+    print(f"\n### LangGraph get_state on a fresh handle, {turns:,} turns: A/B, best of {rounds}\n")
+    print(f"old: {against}; new: this checkout\n")
+    print("| restore | old ms | new ms | new / old | SqliteSaver ms | new / SqliteSaver |")
+    print("|---|---|---|---|---|---|")
+    for latest in (False, True):
+        best: dict[str, float] = {}
+        for number in range(rounds + 1):  # the first round warms up
+            order = ("old", "new") if number % 2 else ("new", "old")
+            times = {tree: ours(tree, latest) for tree in order}
+            times["sqlite"] = theirs(latest)
+            if number:
+                for name, took in times.items():
+                    best[name] = min(best.get(name, took), took)
+        old, ours_best, peer = best["old"], best["new"], best["sqlite"]
+        label = f"latest ({2 * turns:,} messages)" if latest else "turn 10 by checkpoint id"
+        print(
+            f"| {label} | {old * 1000:.3f} | {ours_best * 1000:.3f} | {ours_best / old:.2f}x "
+            f"| {peer * 1000:.3f} | {ours_best / peer:.2f}x |"
+        )
+    _install(trees["new"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument(
+        "--against",
+        metavar="DIR",
+        help="A/B the LangGraph restores against the statevcs package under DIR",
+    )
     args = parser.parse_args()
     if args.turns < 10:
         parser.error("--turns must be at least 10")
+    folder = Path(tempfile.mkdtemp())
+    if args.against is not None:
+        print("## LangGraph restores, A/B")
+        print(
+            "command: python benchmarks/bench_restore_parts.py "
+            f"--against {args.against} --turns {args.turns} --rounds {args.rounds}"
+        )
+        try:
+            langgraph_ab(folder / "ab", args.turns, args.rounds, args.against)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
     print("## Restore turn 10, taken apart")
     print(f"command: python benchmarks/bench_restore_parts.py --turns {args.turns}")
-    folder = Path(tempfile.mkdtemp())
     try:
         langgraph(folder / "langgraph", args.turns, args.rounds)
         strands(folder / "strands", args.turns, args.rounds)
