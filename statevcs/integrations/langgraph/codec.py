@@ -180,6 +180,8 @@ _STR = frozenset({str})
 _INT = frozenset({int})
 _TEXT_OR_NONE = frozenset({str, type(None)})
 _USAGE: TypeAdapter[UsageMetadata] = TypeAdapter(UsageMetadata)
+_AI_CHECKED = frozenset({"tool_calls", "invalid_tool_calls", "usage_metadata", "additional_kwargs"})
+"""The fields of a stored ``AIMessage`` that :func:`_ai_fields_kept` checks."""
 
 
 def _ai_fields_kept(tool_calls: Any, invalid: Any, usage: Any, extra: Any) -> bool:
@@ -405,11 +407,16 @@ def _stored_message(doc: dict[str, Any]) -> BaseMessage:
             return _validated(cls, fields, doc)
     if reading.required and not reading.required <= fields.keys():
         return _validated(cls, fields, doc)
-    if cls is AIMessage and not _ai_fields_kept(
-        doc["tool_calls"] if calls else fields.get("tool_calls", ()),
-        fields.get("invalid_tool_calls", ()),
-        fields.get("usage_metadata"),
-        fields.get("additional_kwargs"),
+    if (
+        cls is AIMessage
+        # A reply holding none of them (most of a conversation) has nothing to check.
+        and (calls or not _AI_CHECKED.isdisjoint(fields))
+        and not _ai_fields_kept(
+            doc["tool_calls"] if calls else fields.get("tool_calls", ()),
+            fields.get("invalid_tool_calls", ()),
+            fields.get("usage_metadata"),
+            fields.get("additional_kwargs"),
+        )
     ):
         return _validated(cls, fields, doc)
     values = reading.template.copy()
