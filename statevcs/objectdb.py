@@ -257,7 +257,9 @@ class ObjectDB:
         """
         leaf_id = self._homes.get(object_id) if self._has_homes() else None
         if leaf_id is None:
-            return None
+            leaf_id = self._cached_home(object_id)
+            if leaf_id is None:
+                return None
         try:
             leaf = self.load(leaf_id)
         except MissingObject:
@@ -267,6 +269,17 @@ class ObjectDB:
             if value is not None:
                 return DOC_PREFIX + value
         self._homes.pop(object_id, None)
+        return None
+
+    def _cached_home(self, object_id: ObjectId) -> ObjectId | None:
+        """The cached packed leaf holding ``object_id`` when :attr:`_homes` forgot it (past
+        ``_KNOWN_LIMIT`` names, the map drops its oldest half; a leaf still cached is not read
+        again, so nothing names it again). A scan of the node cache, paid only by a lookup
+        that would otherwise fail."""
+        for leaf_id, node in list(self._nodes.items()):
+            if type(node) is ListNode and node.values is not None and object_id in node.ids:
+                self._rehome(leaf_id, node)
+                return leaf_id
         return None
 
     def read_ahead(self, starts: Sequence[ObjectId], limit: int) -> dict[ObjectId, StoredObject]:
