@@ -150,9 +150,12 @@ class _Sync:
     tree nodes (when its branch was deleted), so the next commit then writes a whole tree."""
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def _utc(micros: int, commit_id: ObjectId) -> datetime:
     try:
-        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=micros)
+        return _EPOCH + timedelta(microseconds=micros)
     except OverflowError:
         raise CorruptObject(
             to_hex(commit_id), f"its timestamp ({micros} µs since 1970) is out of range"

@@ -20,6 +20,7 @@ from .objects import (
     Blob,
     Doc,
     Inline,
+    MapRef,
     MapValue,
     SnapshotObject,
     encode_doc,
@@ -308,15 +309,18 @@ def _check_shape(snapshot: Snapshot) -> None:
     _check_text(snapshot.kind, "the snapshot's kind", "kind")
     messages = snapshot.messages
     # Integrations pass their own sequences (LangGraph's log of new messages); text and
-    # tuples would read back as something else (a list of characters, a list).
-    if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes, tuple)):
+    # tuples would read back as something else (a list of characters, a list). A plain list
+    # or dict is checked by its type alone: an ABC check costs microseconds on every commit.
+    if type(messages) is not list and (
+        not isinstance(messages, Sequence) or isinstance(messages, (str, bytes, tuple))
+    ):
         raise SerializationError(
             f"the snapshot's messages are {_a_type(messages)}; they must be a list",
             "messages",
         )
     for field in ("state", "extras"):
         value = getattr(snapshot, field)
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             raise SerializationError(
                 f"the snapshot's {field} is {_a_type(value)}; it must be a dict", field
             )
@@ -359,6 +363,10 @@ def _check_text(text: str, what: str, path: str) -> None:
 def _a_type(value: object) -> str:
     name = type(value).__name__
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+_EMPTY_MAP: MapRef = build_map({}, {})
+"""The map of no entries (kept inline in its snapshot): built once, not on every commit."""
 
 
 def write_snapshot(
@@ -423,8 +431,8 @@ def write_snapshot(
         kind=snapshot.kind,
         messages=stored.root,
         tail=stored.tail,
-        state=build_map(state_values, out),
-        extras=build_map(extras_values, out),
+        state=build_map(state_values, out) if state_values else _EMPTY_MAP,
+        extras=build_map(extras_values, out) if extras_values else _EMPTY_MAP,
         state_codec=serializer.name,
         version=PACKED_SNAPSHOT_FORMAT if db.format >= 2 else SNAPSHOT_FORMAT,
     )
