@@ -164,9 +164,9 @@ def _utc(micros: int, commit_id: ObjectId) -> datetime:
 
 def _commit_from(object_id: ObjectId, obj: CommitObject) -> Commit:
     return Commit(
-        id=to_hex(object_id),
-        parents=tuple(to_hex(p) for p in obj.parents),
-        snapshot_id=to_hex(obj.snapshot),
+        id=object_id.hex(),
+        parents=tuple(p.hex() for p in obj.parents),
+        snapshot_id=obj.snapshot.hex(),
         message=obj.message,
         author=obj.author,
         timestamp=_utc(obj.timestamp_us, object_id),

@@ -345,7 +345,8 @@ def _check_key(key: object, field: str) -> None:
             f"{field} key {shown} is {_a_type(key)}; {field} keys must be strings",
             f"{field}[{shown}]",
         )
-    _check_text(key, f"{field} key {short_repr(key)}", f"{field}[{short_repr(key)}]")
+    if not key.isascii():  # the message is only built for a key that may need it
+        _check_text(key, f"{field} key {short_repr(key)}", f"{field}[{short_repr(key)}]")
 
 
 def _check_text(text: str, what: str, path: str) -> None:
@@ -394,7 +395,8 @@ def write_snapshot(
     else:
         new_ids = encode_messages(messages, 0, db, out)
         stored = store_messages(db, new_ids, out, previous)
-    if db.format >= 2:
+    packed = db.format >= 2
+    if packed:
         _drop_packed_docs(out, new_ids, stored.tail)
         _keep_tail_docs(db, out, stored.tail)
     state_values: dict[str, MapValue] = {}
@@ -434,7 +436,7 @@ def write_snapshot(
         state=build_map(state_values, out) if state_values else _EMPTY_MAP,
         extras=build_map(extras_values, out) if extras_values else _EMPTY_MAP,
         state_codec=serializer.name,
-        version=PACKED_SNAPSHOT_FORMAT if db.format >= 2 else SNAPSHOT_FORMAT,
+        version=PACKED_SNAPSHOT_FORMAT if packed else SNAPSHOT_FORMAT,
     )
     snapshot_id, encoded = encode_with_id(snapshot_object)
     out[snapshot_id] = encoded
