@@ -156,6 +156,8 @@ def pack(data: bytes, dictionary: int = 0) -> bytes:
 
 def pack_many(objects: Mapping[ObjectId, bytes], dictionary: int = 0) -> dict[ObjectId, bytes]:
     """:func:`pack` of every value of ``objects`` (the same bytes), finding the compressor once."""
+    if not objects:
+        return {}  # as pack would: nothing packed, nothing to refuse
     compressor = _codecs.compressor
     if dictionary:
         codecs = _codecs.for_dictionary(dictionary)
