@@ -403,18 +403,28 @@ def _tips(store: Store) -> list[ObjectId]:
 
 
 def _read_commits(
-    store: Store, starts: Iterable[ObjectId], covered: Callable[[ObjectId], bool]
+    store: Store,
+    starts: Iterable[ObjectId],
+    covered: Callable[[ObjectId], bool],
+    read_ahead: int = _READ_AHEAD,
 ) -> dict[ObjectId, _Row]:
     """Every commit reachable from ``starts`` not below a covered one (unreadable ones
-    left out)."""
+    left out).
+
+    ``read_ahead`` is how many commits the first read asks for below the starts; it doubles
+    each round up to :data:`_READ_AHEAD`. Adding to a graph, the writer expects about the
+    commits written since the last write: a read of 1,024 ancestors to find 64 new ones cost
+    most of the write (measured: ~10 ms of ~12 ms at 64 commits a write).
+    """
     rows: dict[ObjectId, _Row] = {}
     refused: set[ObjectId] = set()
     frontier = [s for s in dict.fromkeys(starts) if not covered(s)]
     while frontier:
         try:
-            found = store.ancestry(frontier, _READ_AHEAD)
+            found = store.ancestry(frontier, read_ahead)
         except StateVCSError:
             found = {}
+        read_ahead = min(read_ahead * 2, _READ_AHEAD)
         following: list[ObjectId] = []
         added: list[_Row] = []
         for commit_id, data in found.items():
@@ -527,6 +537,15 @@ def build_segment(
     return (segment_id, segment), objects
 
 
+def _first_read_ahead(store: Store) -> int:
+    """How many ancestors the first read of an incremental write asks for: the commits a
+    handle writes between two writes (:attr:`Store.commit_graph_every`), within bounds."""
+    every = store.commit_graph_every
+    if not isinstance(every, int) or isinstance(every, bool):
+        return _READ_AHEAD
+    return max(16, min(every, _READ_AHEAD))
+
+
 def _tier(size: int) -> int:
     """A segment's size class: 0 below 512 commits, then one more per factor of 8."""
     tier, size = 0, size // 64
@@ -581,7 +600,9 @@ def write_graph(
     if graph is not None and not graph.closed:
         graph, rebuild = None, True  # repair: a segment is gone or damaged
     covered: Callable[[ObjectId], bool] = (lambda _: False) if graph is None else graph.__contains__
-    rows = _read_commits(store, _tips(store), covered)
+    # Adding to a graph, the commits to cover are about those written since the last write.
+    read_ahead = _READ_AHEAD if graph is None else _first_read_ahead(store)
+    rows = _read_commits(store, _tips(store), covered, read_ahead)
     if keep is not None:
         rows = {k: v for k, v in rows.items() if keep(k)}
     known = (lambda _: None) if graph is None else graph.generation

@@ -20,6 +20,7 @@ repository (see :mod:`statevcs.objectdb`).
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 
 import zstandard
 
@@ -153,6 +154,29 @@ def pack(data: bytes, dictionary: int = 0) -> bytes:
     return packed if len(packed) <= len(data) * KEEP_RATIO else data
 
 
+def pack_many(objects: Mapping[ObjectId, bytes], dictionary: int = 0) -> dict[ObjectId, bytes]:
+    """:func:`pack` of every value of ``objects`` (the same bytes), finding the compressor once."""
+    if not objects:
+        return {}  # as pack would: nothing packed, nothing to refuse
+    compressor = _codecs.compressor
+    if dictionary:
+        codecs = _codecs.for_dictionary(dictionary)
+        if codecs is None:
+            raise ValueError(f"zstd dictionary {dictionary:08x} is not registered")
+        compressor = codecs[0]
+    compress = compressor.compress
+    packed: dict[ObjectId, bytes] = {}
+    for object_id, data in objects.items():
+        if data[:4] == ZSTD_MAGIC:
+            packed[object_id] = compress(data)  # framed so it reads back as is (see pack)
+        elif len(data) < MIN_SIZE:
+            packed[object_id] = data
+        else:
+            frame = compress(data)
+            packed[object_id] = frame if len(frame) <= len(data) * KEEP_RATIO else data
+    return packed
+
+
 def is_packed(data: bytes) -> bool:
     """Return whether stored bytes are a zstd frame (rather than a plain object)."""
     return data[:4] == ZSTD_MAGIC
@@ -221,6 +245,7 @@ __all__ = [
     "has_dictionary",
     "is_packed",
     "pack",
+    "pack_many",
     "register_dictionary",
     "train_dictionary",
     "unpack",

@@ -20,7 +20,7 @@ from typing import Any
 from .compression import (
     ZSTD_MAGIC,
     MissingDictionary,
-    pack,
+    pack_many,
     register_dictionary,
     train_dictionary,
     unpack,
@@ -553,17 +553,20 @@ class ObjectDB:
         known = self.known
         fresh = {k: v for k, v in objects.items() if k not in known}
         cache = self._bytes
+        added = 0
         for object_id, data in fresh.items():
             if data[:5] == DOC_PREFIX and len(data) <= _LARGE and object_id not in cache:
                 cache[object_id] = data
-                self._bytes_size += len(data)
-        self._trim_bytes()
-        if self.format < 2:
+                added += len(data)
+        if added:
+            self._bytes_size += added
+            self._trim_bytes()
+        if (self._format if self._format is not None else self.format) < 2:
             return fresh
-        dictionary = self._write_dictionary()
-        if not dictionary:
-            dictionary = self._sample(fresh)
-        return {k: pack(v, dictionary) for k, v in fresh.items()}
+        dictionary = self._dictionary
+        if not dictionary:  # none looked up yet (None), or none trained yet (0)
+            dictionary = self._write_dictionary() or self._sample(fresh)
+        return pack_many(fresh, dictionary)
 
     def _write_dictionary(self) -> int:
         """The dictionary this repository compresses with (0: none trained yet)."""

@@ -391,7 +391,9 @@ class Refs:
 
     def _count_commits(self, payload: Mapping[ObjectId, bytes]) -> None:
         """Write the commit graph once this handle wrote enough commits it does not cover."""
-        self._uncovered += sum(1 for data in payload.values() if _COMMIT_TAG in data[:8])
+        for data in payload.values():
+            if _COMMIT_TAG in data[:8]:
+                self._uncovered += 1
         if self._uncovered < self._store.commit_graph_every:
             return
         self._uncovered = 0

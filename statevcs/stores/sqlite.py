@@ -460,10 +460,19 @@ class SQLiteStore(Store):
     def _insert(self, db: sqlite3.Connection, objects: Mapping[ObjectId, bytes]) -> int:
         now = self.now()
         before = db.total_changes
+        prefix = _COMMIT_PREFIX
         db.executemany(
             "INSERT OR IGNORE INTO objects (id, data, created, parents) VALUES (?, ?, ?, ?)",
             [
-                (object_id, data, now, _parents_value(object_id, data))
+                # Only a commit has parents to index: the others skip the call.
+                (
+                    object_id,
+                    data,
+                    now,
+                    _parents_value(object_id, data)
+                    if isinstance(data, bytes) and data.startswith(prefix)
+                    else None,
+                )
                 for object_id, data in objects.items()
             ],
         )
