@@ -16,7 +16,6 @@ import argparse
 import importlib
 import random
 import statistics
-import string
 import sys
 import tempfile
 import time
@@ -24,19 +23,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import prose  # this folder: sys.path[0]
+
 rng = random.Random(42)
-WORDS = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 9))) for _ in range(3000)]
+WORDS = prose.vocabulary(rng)
 
 
 def text(chars: int, r: random.Random) -> str:
     """Return pseudo-English text of about ``chars`` characters."""
-    out: list[str] = []
-    size = 0
-    while size < chars:
-        word = r.choice(WORDS)
-        out.append(word)
-        size += len(word) + 1
-    return " ".join(out)
+    return prose.text(r, WORDS, chars)
 
 
 def turn(i: int) -> list[dict[str, Any]]:

@@ -20,7 +20,6 @@ import json
 import random
 import sqlite3
 import statistics
-import string
 import sys
 import tempfile
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+import prose  # this folder: sys.path[0]
 from blake3 import blake3
 
 import statevcs
@@ -35,18 +35,12 @@ from statevcs.adapters import register_adapter
 from statevcs.objectdb import unpack_stored
 
 rng = random.Random(42)
-WORDS = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 9))) for _ in range(3000)]
+WORDS = prose.vocabulary(rng)
 
 
 def text(chars: int) -> str:
     """Return pseudo-English text of about ``chars`` characters."""
-    out: list[str] = []
-    size = 0
-    while size < chars:
-        word = rng.choice(WORDS)
-        out.append(word)
-        size += len(word) + 1
-    return " ".join(out)
+    return prose.text(rng, WORDS, chars)
 
 
 def turn(i: int) -> list[dict[str, Any]]:

@@ -19,7 +19,6 @@ import argparse
 import os
 import random
 import shutil
-import string
 import subprocess
 import sys
 import tempfile
@@ -27,22 +26,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import prose  # this folder: sys.path[0]
+
 import statevcs
 from statevcs.mirror.git import export_git, import_git
 
 rng = random.Random(42)
-WORDS = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 9))) for _ in range(3000)]
+WORDS = prose.vocabulary(rng)
 
 
 def text(chars: int) -> str:
     """Return pseudo-English text of about ``chars`` characters."""
-    out: list[str] = []
-    size = 0
-    while size < chars:
-        word = rng.choice(WORDS)
-        out.append(word)
-        size += len(word) + 1
-    return " ".join(out)
+    return prose.text(rng, WORDS, chars)
 
 
 def folder_bytes(path: Path) -> int:

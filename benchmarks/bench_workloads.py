@@ -30,7 +30,6 @@ import argparse
 import json
 import random
 import statistics
-import string
 import tempfile
 import time
 from collections.abc import Callable
@@ -38,23 +37,18 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+import prose  # this folder: sys.path[0]
 
 import statevcs
 from statevcs.structures.chunking import CHUNKER_KEY
 
 rng = random.Random(7)
-WORDS = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 9))) for _ in range(3000)]
+WORDS = prose.vocabulary(rng)
 
 
 def text(chars: int) -> str:
     """Pseudo-English text of about ``chars`` characters."""
-    out: list[str] = []
-    size = 0
-    while size < chars:
-        word = rng.choice(WORDS)
-        out.append(word)
-        size += len(word) + 1
-    return " ".join(out)
+    return prose.text(rng, WORDS, chars)
 
 
 def chat(turn: int, agent: dict[str, Any]) -> list[Any]:

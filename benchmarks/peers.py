@@ -44,7 +44,6 @@ import random
 import shutil
 import sqlite3
 import statistics
-import string
 import sys
 import tempfile
 import time
@@ -71,6 +70,7 @@ from strands.types.content import Messages
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import prose  # this folder: sys.path[0]
 from agents import SQLiteSession
 from google.adk.events.event import Event as AdkEvent
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
@@ -107,21 +107,12 @@ NOT_AVAILABLE = "not available yet"
 # --- the conversation ---------------------------------------------------------------------
 
 _rng = random.Random(1234)
-_WORDS = tuple(
-    "".join(_rng.choices(string.ascii_lowercase, k=_rng.randint(2, 10))) for _ in range(4000)
-)
+_WORDS = tuple(prose.vocabulary(_rng, size=4000, longest=10))
 
 
 def _text(seed: int, chars: int) -> str:
     """Pseudo-random words (a 4,000-word vocabulary), so no two messages share long runs."""
-    rng = random.Random(seed)
-    out: list[str] = []
-    size = 0
-    while size < chars:
-        word = rng.choice(_WORDS)
-        out.append(word)
-        size += len(word) + 1
-    return " ".join(out)
+    return prose.text(random.Random(seed), _WORDS, chars)
 
 
 def user_text(turn: int) -> str:

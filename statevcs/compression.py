@@ -20,7 +20,7 @@ repository (see :mod:`statevcs.objectdb`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import zstandard
 
@@ -139,42 +139,35 @@ def pack(data: bytes, dictionary: int = 0) -> bytes:
 
     ``dictionary`` names a registered dictionary to compress with (0: none).
     """
-    compressor = _codecs.compressor
-    if dictionary:
-        codecs = _codecs.for_dictionary(dictionary)
-        if codecs is None:
-            raise ValueError(f"zstd dictionary {dictionary:08x} is not registered")
-        compressor = codecs[0]
-    if data[:4] == ZSTD_MAGIC:
-        # Never a canonical object (those are msgpack arrays); framed so it reads back as is.
-        return compressor.compress(data)
-    if len(data) < MIN_SIZE:
-        return data
-    packed = compressor.compress(data)
-    return packed if len(packed) <= len(data) * KEEP_RATIO else data
+    return _pack_with(_compressor(dictionary).compress, data)
 
 
 def pack_many(objects: Mapping[ObjectId, bytes], dictionary: int = 0) -> dict[ObjectId, bytes]:
     """:func:`pack` of every value of ``objects`` (the same bytes), finding the compressor once."""
     if not objects:
         return {}  # as pack would: nothing packed, nothing to refuse
-    compressor = _codecs.compressor
-    if dictionary:
-        codecs = _codecs.for_dictionary(dictionary)
-        if codecs is None:
-            raise ValueError(f"zstd dictionary {dictionary:08x} is not registered")
-        compressor = codecs[0]
-    compress = compressor.compress
-    packed: dict[ObjectId, bytes] = {}
-    for object_id, data in objects.items():
-        if data[:4] == ZSTD_MAGIC:
-            packed[object_id] = compress(data)  # framed so it reads back as is (see pack)
-        elif len(data) < MIN_SIZE:
-            packed[object_id] = data
-        else:
-            frame = compress(data)
-            packed[object_id] = frame if len(frame) <= len(data) * KEEP_RATIO else data
-    return packed
+    compress = _compressor(dictionary).compress
+    return {object_id: _pack_with(compress, data) for object_id, data in objects.items()}
+
+
+def _compressor(dictionary: int) -> zstandard.ZstdCompressor:
+    """This thread's compressor for ``dictionary`` (0: none); ``ValueError`` if unregistered."""
+    if not dictionary:
+        return _codecs.compressor
+    codecs = _codecs.for_dictionary(dictionary)
+    if codecs is None:
+        raise ValueError(f"zstd dictionary {dictionary:08x} is not registered")
+    return codecs[0]
+
+
+def _pack_with(compress: Callable[[bytes], bytes], data: bytes) -> bytes:
+    if data[:4] == ZSTD_MAGIC:
+        # Never a canonical object (those are msgpack arrays); framed so it reads back as is.
+        return compress(data)
+    if len(data) < MIN_SIZE:
+        return data
+    packed = compress(data)
+    return packed if len(packed) <= len(data) * KEEP_RATIO else data
 
 
 def is_packed(data: bytes) -> bool:
