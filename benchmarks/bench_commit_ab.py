@@ -23,7 +23,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import prose  # this folder: sys.path[0]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when loaded by path
+import prose
 
 rng = random.Random(42)
 WORDS = prose.vocabulary(rng)

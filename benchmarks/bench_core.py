@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
-import prose  # this folder: sys.path[0]
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when loaded by path
+import prose
 from blake3 import blake3
 
 import statevcs

@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import prose  # this folder: sys.path[0]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when loaded by path
+import prose
 
 import statevcs
 from statevcs.mirror.git import export_git, import_git

@@ -30,6 +30,7 @@ import argparse
 import json
 import random
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -37,7 +38,9 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
-import prose  # this folder: sys.path[0]
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when loaded by path
+import prose
 
 import statevcs
 from statevcs.structures.chunking import CHUNKER_KEY

@@ -70,7 +70,8 @@ from strands.types.content import Messages
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import prose  # this folder: sys.path[0]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when loaded by path
+import prose
 from agents import SQLiteSession
 from google.adk.events.event import Event as AdkEvent
 from google.adk.sessions.sqlite_session_service import SqliteSessionService
