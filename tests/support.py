@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from statevcs import Commit, Repo, objectdb
+from statevcs.hashing import ObjectId
+from statevcs.history import CommitGraph, ancestors
 from statevcs.stores.memory import MemoryStore
 
 T = TypeVar("T")
@@ -83,3 +85,25 @@ def interrupted_upgrade(
         tip = upgrader.commit({"messages": grown}, message="format 2")
         upgrader.store.config_set(objectdb.FORMAT_KEY, "1")  # as if killed before step 4
     return grown, tip
+
+
+def reached_commits(repo: Repo) -> set[ObjectId]:
+    """Every commit some ref reaches, walked from the commits themselves (no persisted graph)."""
+    graph = CommitGraph(repo.objects, persisted=False)
+    reached: set[ObjectId] = set()
+    for tip in repo.refs.as_dict("refs/").values():
+        reached |= ancestors(graph, tip)
+    return reached
+
+
+def langgraph_checkpoint(cid: str, values: dict[str, Any], version: int = 1) -> dict[str, Any]:
+    """A LangGraph checkpoint dict with ``values`` as its channels, all at ``version``."""
+    return {
+        "v": 1,
+        "id": cid,
+        "ts": "2025-01-01T00:00:00+00:00",
+        "channel_values": values,
+        "channel_versions": {k: version for k in values},
+        "versions_seen": {},
+        "updated_channels": None,
+    }

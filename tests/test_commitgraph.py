@@ -16,6 +16,7 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import reached_commits
 
 import statevcs
 from statevcs import Repo
@@ -128,17 +129,9 @@ def test_every_store_gives_the_same_answers(repo: Repo) -> None:
     write_graph(repo.store)
     graph = graph_of(repo)
     assert graph is not None and graph.closed
-    assert all(c in graph for c in _reached(repo))  # and what earlier refs reached, too
+    assert all(c in graph for c in reached_commits(repo))  # and what earlier refs reached, too
     check_same(repo, commits, 9)
     assert repo.fsck().ok, repo.fsck().problems
-
-
-def _reached(repo: Repo) -> set[ObjectId]:
-    graph = CommitGraph(repo.objects, persisted=False)
-    reached: set[ObjectId] = set()
-    for tip in repo.refs.as_dict("refs/").values():
-        reached |= ancestors(graph, tip)
-    return reached
 
 
 def test_labels_name_every_covered_commit_with_a_framework_id() -> None:

@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from support import reached_commits
 
 import statevcs
 from statevcs import Repo
 from statevcs.commitgraph import forget, load_graph, write_graph
 from statevcs.hashing import ObjectId
-from statevcs.history import CommitGraph, ancestors
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -40,14 +40,6 @@ def _grow(repo: Repo, rng: random.Random, count: int, tips: dict[str, ObjectId])
         known.append(commit_id)
 
 
-def _reached(repo: Repo) -> set[ObjectId]:
-    graph = CommitGraph(repo.objects, persisted=False)
-    reached: set[ObjectId] = set()
-    for tip in repo.refs.as_dict("refs/").values():
-        reached |= ancestors(graph, tip)
-    return reached
-
-
 @pytest.mark.parametrize("uncovered", [1, 15, 64, 700])
 def test_an_incremental_write_covers_every_new_commit(tmp_path: Path, uncovered: int) -> None:
     """More new commits than the first read asks for (16 or 64) take several reads; fewer
@@ -59,7 +51,7 @@ def test_an_incremental_write_covers_every_new_commit(tmp_path: Path, uncovered:
         write_graph(repo.store)
         _grow(repo, rng, uncovered, tips)
         report = write_graph(repo.store)
-        reached = _reached(repo)
+        reached = reached_commits(repo)
         assert report.added == uncovered
         assert report.commits == len(reached)
         forget(repo.store)
@@ -95,6 +87,6 @@ def test_a_handle_that_commits_keeps_the_graph_whole(tmp_path: Path) -> None:
         forget(fresh.store)
         graph = load_graph(fresh.store)
         assert graph is not None and graph.closed
-        assert all(commit_id in graph for commit_id in _reached(fresh))
+        assert all(commit_id in graph for commit_id in reached_commits(fresh))
         assert len(graph) == 400
         assert fresh.fsck().ok, fresh.fsck().problems

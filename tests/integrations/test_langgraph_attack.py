@@ -28,6 +28,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command
+from support import langgraph_checkpoint
 
 import statevcs
 from statevcs.cli.app import cli
@@ -39,18 +40,6 @@ from .langgraph_support import approval_graph, chat_graph, nested_graph, plain
 
 ERROR_CHANNEL = "__error__"
 INTERRUPT_CHANNEL = "__interrupt__"
-
-
-def _checkpoint(cid: str, values: dict[str, Any], version: int = 1) -> dict[str, Any]:
-    return {
-        "v": 1,
-        "id": cid,
-        "ts": "2025-01-01T00:00:00+00:00",
-        "channel_values": values,
-        "channel_versions": {k: version for k in values},
-        "versions_seen": {},
-        "updated_channels": None,
-    }
 
 
 def _config(thread: Any, cid: str | None = None, ns: str = "") -> dict[str, Any]:
@@ -160,14 +149,14 @@ def test_pending_writes_are_idempotent_as_in_langgraph_savers() -> None:
     for saver in (InMemorySaver(), _sqlite_saver(), _memory_saver()):
         seen = []
         saver.put_writes(_config("t", "1"), [("a", 1)], "early")  # before its checkpoint
-        first = saver.put(_config("t"), _checkpoint("1", {"v": 1}), {}, {"v": 1})
+        first = saver.put(_config("t"), langgraph_checkpoint("1", {"v": 1}), {}, {"v": 1})
         saver.put_writes(first, [("a", 2), ("b", 3)], "t1")
         saver.put_writes(first, [("a", 20), ("b", 30), ("c", 40)], "t1")  # (task, idx) once
         saver.put_writes(first, [(ERROR_CHANNEL, "e1")], "t2")
         saver.put_writes(first, [(ERROR_CHANNEL, "e2")], "t2")  # special writes replaced
         saver.put_writes(first, [(INTERRUPT_CHANNEL, "i1")], "t3")
         seen.append(saver.get_tuple(first).pending_writes)  # type: ignore[union-attr]
-        second = saver.put(first, _checkpoint("2", {"v": 2}, 2), {}, {"v": 2})
+        second = saver.put(first, langgraph_checkpoint("2", {"v": 2}, 2), {}, {"v": 2})
         saver.put_writes(first, [(ERROR_CHANNEL, "e3")], "t2")  # first now has a child
         saver.put_writes(first, [("a", 99)], "t1")
         saver.put_writes(first, [("z", 5)], "t4")
@@ -319,7 +308,7 @@ def test_failed_puts_and_writes_leave_the_repository_unchanged(tmp_path: Path) -
     saver = StateVCSSaver(statevcs.Repo.init(tmp_path / "repo"))
     first = saver.put(
         _config("t"),
-        _checkpoint("1", {"messages": [HumanMessage(content="a", id="1")], "x": 1}),
+        langgraph_checkpoint("1", {"messages": [HumanMessage(content="a", id="1")], "x": 1}),
         {},
         {"messages": 1, "x": 1},
     )
@@ -330,11 +319,14 @@ def test_failed_puts_and_writes_leave_the_repository_unchanged(tmp_path: Path) -
     grown = [HumanMessage(content="a", id="1"), HumanMessage(content="b", id="2")]
     cases = [
         lambda: saver.put(
-            first, _checkpoint("2", {"messages": grown, "other": [1, fn]}, 2), {}, {"other": 2}
+            first,
+            langgraph_checkpoint("2", {"messages": grown, "other": [1, fn]}, 2),
+            {},
+            {"other": 2},
         ),
-        lambda: saver.put(first, _checkpoint("2", {"x": fn}, 2), {}, {"x": 2}),
-        lambda: saver.put(first, _checkpoint("2", {"x": 2**80}, 2), {}, {"x": 2}),
-        lambda: saver.put(first, _checkpoint("2", {"x": 2}, 2), {"m": fn}, {"x": 2}),
+        lambda: saver.put(first, langgraph_checkpoint("2", {"x": fn}, 2), {}, {"x": 2}),
+        lambda: saver.put(first, langgraph_checkpoint("2", {"x": 2**80}, 2), {}, {"x": 2}),
+        lambda: saver.put(first, langgraph_checkpoint("2", {"x": 2}, 2), {"m": fn}, {"x": 2}),
         lambda: saver.put_writes(first, [("a", 1), ("b", fn)], "task"),
         lambda: saver.put_writes(_config("t", "later"), [("a", 1), ("b", fn)], "task"),
     ]
@@ -365,7 +357,9 @@ def test_hostile_threads_and_namespaces_never_meet(t1: str, n1: str, t2: str, n2
         return
     saver = _memory_saver()
     for thread, ns, who in ((t1, n1, "one"), (t2, n2, "two")):
-        saver.put(_config(thread, ns=ns), _checkpoint(f"1-{who}", {"who": who}), {}, {"who": 1})
+        saver.put(
+            _config(thread, ns=ns), langgraph_checkpoint(f"1-{who}", {"who": who}), {}, {"who": 1}
+        )
     for thread, ns, who in ((t1, n1, "one"), (t2, n2, "two")):
         got = saver.get_tuple(_config(thread, ns=ns))
         assert got is not None and got.checkpoint["channel_values"] == {"who": who}
@@ -469,9 +463,11 @@ def test_list_items_updated_in_place_are_stored_as_in_memory_saver_stores_them()
 
 def test_list_items_replaced_by_equal_values_of_another_type_read_back_exactly() -> None:
     saver = _memory_saver()
-    first = saver.put(_config("t"), _checkpoint("1", {"items": [1, {"a": 1}, 0]}), {}, {"items": 1})
+    first = saver.put(
+        _config("t"), langgraph_checkpoint("1", {"items": [1, {"a": 1}, 0]}), {}, {"items": 1}
+    )
     after = [True, {"a": 1.0}, False, "new"]
-    second = saver.put(first, _checkpoint("2", {"items": after}, 2), {}, {"items": 2})
+    second = saver.put(first, langgraph_checkpoint("2", {"items": after}, 2), {}, {"items": 2})
     got = saver.get_tuple(second)
     assert got is not None
     values = got.checkpoint["channel_values"]["items"]
@@ -490,7 +486,7 @@ def test_message_subclasses_come_back_as_their_own_class() -> None:
     for saver in (InMemorySaver(), allowed):
         messages = [_Note(content="x", id="1"), HumanMessage(content="y", id="2")]
         config = saver.put(
-            _config("t"), _checkpoint("1", {"messages": messages}), {}, {"messages": 1}
+            _config("t"), langgraph_checkpoint("1", {"messages": messages}), {}, {"messages": 1}
         )
         got = saver.get_tuple(config)
         assert got is not None
@@ -505,11 +501,13 @@ def test_a_message_subclass_not_allowed_raises_instead_of_changing_class() -> No
     # Refused when put (what is stored always loads back), and when read if another saver
     # allowed it.
     with pytest.raises(UnsafeValue, match="with_allowlist"):
-        saver.put(_config("t"), _checkpoint("1", {"messages": messages}), {}, {"messages": 1})
+        saver.put(
+            _config("t"), langgraph_checkpoint("1", {"messages": messages}), {}, {"messages": 1}
+        )
     assert saver.get_tuple(_config("t")) is None
     allowed = saver.with_allowlist([(_Note.__module__, _Note.__name__)])
     config = allowed.put(
-        _config("t"), _checkpoint("1", {"messages": messages}), {}, {"messages": 1}
+        _config("t"), langgraph_checkpoint("1", {"messages": messages}), {}, {"messages": 1}
     )
     with pytest.raises(UnsafeValue, match="with_allowlist"):
         saver.get_tuple(config)
@@ -518,9 +516,9 @@ def test_a_message_subclass_not_allowed_raises_instead_of_changing_class() -> No
 def test_putting_an_existing_checkpoint_id_again_replaces_it_in_list() -> None:
     results = []
     for saver in (InMemorySaver(), _sqlite_saver(), _memory_saver()):
-        first = saver.put(_config("t"), _checkpoint("1", {"a": 1}), {"step": 1}, {"a": 1})
-        saver.put(first, _checkpoint("2", {"a": 2}, 2), {"step": 2}, {"a": 2})
-        saver.put(_config("t"), _checkpoint("1", {"a": 10}), {"step": 3}, {"a": 1})
+        first = saver.put(_config("t"), langgraph_checkpoint("1", {"a": 1}), {"step": 1}, {"a": 1})
+        saver.put(first, langgraph_checkpoint("2", {"a": 2}, 2), {"step": 2}, {"a": 2})
+        saver.put(_config("t"), langgraph_checkpoint("1", {"a": 10}), {"step": 3}, {"a": 1})
         results.append(
             [(t.checkpoint["id"], t.checkpoint["channel_values"]) for t in saver.list(_config("t"))]
         )
@@ -531,9 +529,9 @@ def test_putting_an_existing_checkpoint_id_again_replaces_it_in_list() -> None:
 def test_putting_the_latest_checkpoint_again_keeps_its_pending_writes() -> None:
     results = []
     for saver in (InMemorySaver(), _sqlite_saver(), _memory_saver()):
-        first = saver.put(_config("w"), _checkpoint("1", {"a": 1}), {}, {"a": 1})
+        first = saver.put(_config("w"), langgraph_checkpoint("1", {"a": 1}), {}, {"a": 1})
         saver.put_writes(first, [("a", 5)], "task")
-        saver.put(_config("w"), _checkpoint("1", {"a": 1}), {}, {"a": 1})
+        saver.put(_config("w"), langgraph_checkpoint("1", {"a": 1}), {}, {"a": 1})
         got = saver.get_tuple(_config("w"))
         assert got is not None
         results.append(got.pending_writes)
@@ -562,14 +560,14 @@ def test_loading_a_checkpoint_never_executes_code(tmp_path: Path) -> None:
     target = tmp_path / "ran"
     repo = statevcs.Repo.init(tmp_path / "repo")
     writer = StateVCSSaver(repo, serde=_PlantedValue(str(target)))
-    writer.put(_config("t"), _checkpoint("1", {"x": {1, 2}}), {}, {"x": 1})
+    writer.put(_config("t"), langgraph_checkpoint("1", {"x": {1, 2}}), {}, {"x": 1})
     assert not target.exists()
     with pytest.raises(UnsafeValue, match=r"os\.mkdir"):
         StateVCSSaver(repo).get_tuple(_config("t"))
     assert not target.exists()
 
 
-def test_a_second_handle_writing_during_put_loses_no_checkpoint(
+def test_a_second_handle_writing_during_put_loses_nolanggraph_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Two real Repo handles on one SQLite repository; the second one's put() is made to run
@@ -579,7 +577,7 @@ def test_a_second_handle_writing_during_put_loses_no_checkpoint(
     statevcs.Repo.init(path).close()
     first = StateVCSSaver(statevcs.Repo.open(path))
     second = StateVCSSaver(statevcs.Repo.open(path))
-    second.put(_config("t"), _checkpoint("5", {"v": 5}), {}, {"v": 1})
+    second.put(_config("t"), langgraph_checkpoint("5", {"v": 5}), {}, {"v": 1})
     refs = first.repo.refs
     read = refs.as_dict
     fired: list[bool] = []
@@ -587,11 +585,11 @@ def test_a_second_handle_writing_during_put_loses_no_checkpoint(
     def as_dict(prefix: str = "refs/") -> dict[str, bytes]:
         if prefix.startswith("refs/langgraph/heads/") and not fired:
             fired.append(True)
-            second.put(_config("t"), _checkpoint("9", {"v": 9}), {}, {"v": 1})
+            second.put(_config("t"), langgraph_checkpoint("9", {"v": 9}), {}, {"v": 1})
         return read(prefix)
 
     monkeypatch.setattr(refs, "as_dict", as_dict)
-    first.put(_config("t"), _checkpoint("3", {"v": 3}), {}, {"v": 1})
+    first.put(_config("t"), langgraph_checkpoint("3", {"v": 3}), {}, {"v": 1})
     monkeypatch.undo()
     assert fired
     ids = sorted(t.checkpoint["id"] for t in second.list(_config("t")))
@@ -616,7 +614,7 @@ def test_deleted_thread_leaves_no_ref_behind() -> None:
     app.invoke({"request": "x"}, config)
     saver.put_writes(_config("gone", "not-yet"), [("a", 1)], "task")  # a side ref
     keep = dict(saver.repo.refs.as_hex())
-    saver.put(_config("other"), _checkpoint("1", {"v": 1}), {}, {"v": 1})
+    saver.put(_config("other"), langgraph_checkpoint("1", {"v": 1}), {}, {"v": 1})
     saver.delete_thread("gone")
     left = saver.repo.refs.as_hex()
     assert not any("gone" in name for name in left)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from strands import Agent
+from support import langgraph_checkpoint
 
 import statevcs
 from statevcs.integrations.langgraph import StateVCSSaver
@@ -33,18 +34,6 @@ def _repo(where: str, tmp_path: Path) -> statevcs.Repo:
 
 def _chunked(repo: statevcs.Repo) -> int:
     return sum(isinstance(repo.objects.load(i), Chunked) for i, _ in repo.store.iter_objects())
-
-
-def _checkpoint(cid: str, values: dict[str, Any], version: int) -> dict[str, Any]:
-    return {
-        "v": 1,
-        "id": cid,
-        "ts": "2025-01-01T00:00:00+00:00",
-        "channel_values": values,
-        "channel_versions": {k: version for k in values},
-        "versions_seen": {},
-        "updated_channels": None,
-    }
 
 
 def _typed(value: Any) -> Any:
@@ -72,7 +61,9 @@ def test_langgraph_values_and_writes_at_the_thresholds_read_back_as_in_memory(
             "raw": _text(rng, size).encode(),
             "doc": {"z": _text(rng, size // 2), "a": [1, 2.5, None, _text(rng, size // 3)]},
         }
-        checkpoint = _checkpoint(f"1ef{step:05d}-0000-0000-0000-000000000000", values, step + 1)
+        checkpoint = langgraph_checkpoint(
+            f"1ef{step:05d}-0000-0000-0000-000000000000", values, step + 1
+        )
         versions = {k: step + 1 for k in values}
         ours_config = ours.put(ours_config, copy.deepcopy(checkpoint), {"step": step}, versions)
         theirs_config = theirs.put(theirs_config, copy.deepcopy(checkpoint), {}, versions)
