@@ -27,7 +27,7 @@ from typing import Any
 from .errors import CorruptObject, StateVCSError
 from .hashing import ID_SIZE, ObjectId, from_hex, to_hex
 from .idindex import check_lineage_indexes, index_objects
-from .objectdb import ObjectDB
+from .objectdb import ObjectDB, unpack_stored
 from .objects import (
     Blob,
     CommitObject,
@@ -431,6 +431,7 @@ def _read_commits(
             if commit_id in rows or commit_id in refused or covered(commit_id):
                 continue
             try:
+                data = unpack_stored(store, commit_id, data)  # the graph holds plain commits
                 obj = decode(commit_id, data)
             except CorruptObject:
                 refused.add(commit_id)
@@ -572,6 +573,7 @@ def _rows_of(graph: PersistedGraph, segment: GraphSegment) -> list[tuple[_Row, i
         if data is None:
             return None
         try:
+            data = unpack_stored(graph.store, commit_id, data)
             obj = decode(commit_id, data)
         except CorruptObject:
             return None
@@ -711,6 +713,11 @@ def _check_segment(
             data = graph.store.get_many([commit_id]).get(commit_id)
             if data is None:
                 continue  # named below as gone from the store
+            try:
+                data = unpack_stored(graph.store, commit_id, data)
+            except CorruptObject as exc:
+                yield f"the bytes it holds for commit {to_hex(commit_id)} are damaged ({exc})"
+                continue
         else:
             data = graph.commit_bytes(commit_id)
             if data is None:

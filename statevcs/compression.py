@@ -114,14 +114,44 @@ def has_dictionary(dict_id: int) -> bool:
     return dict_id in _dictionaries
 
 
-def train_dictionary(samples: list[bytes], size: int = DICTIONARY_SIZE) -> bytes | None:
-    """Train a dictionary on sample objects; ``None`` when zstd finds too little to learn."""
+def train_dictionary(
+    samples: list[bytes], size: int = DICTIONARY_SIZE, *, for_commits: bool = False
+) -> bytes | None:
+    """Train a dictionary on sample objects; ``None`` when zstd finds too little to learn.
+
+    ``for_commits`` gives the dictionary an id :func:`is_commit_dictionary` recognizes.
+    """
     buffers: list[bytes | bytearray | memoryview] = list(samples)
+    dict_id = 0
+    if for_commits:
+        dict_id = _COMMIT_DICTIONARY_TAG << 16 | int.from_bytes(hash_bytes(b"".join(samples))[:2])
     try:
-        trained = zstandard.train_dictionary(size, buffers, level=LEVEL)
+        trained = zstandard.train_dictionary(size, buffers, level=LEVEL, dict_id=dict_id)
     except zstandard.ZstdError:
         return None
     return trained.as_bytes()
+
+
+DICTIONARY_PREFIX = "core.zstd-dict."
+"""Config keys ``core.zstd-dict.<dictionary id, 8 hex digits>``: the ``zdict`` object's hex id,
+for readers of frames that name that dictionary."""
+
+COMMIT_DICTIONARY_SIZE = 4 * 1024
+"""The size of a dictionary trained on commits (measured on LangGraph checkpoint commits of
+~580 bytes: 4 KiB shrinks them to 0.36 of their size, 16 KiB to 0.37; without a dictionary
+zstd keeps 0.79, with the messages' dictionary 0.76)."""
+
+_COMMIT_DICTIONARY_TAG = 0x5C0D
+"""The high 16 bits of every commit dictionary's id (zstd leaves ids below 2**31 to users)."""
+
+
+def is_commit_dictionary(dict_id: int) -> bool:
+    """Whether frames naming ``dict_id`` may hold commits (a store indexes their parents).
+
+    A message dictionary's random id has this tag once in 32,768 repositories: then a store
+    decompresses its frames to find out, and finds no commit in them.
+    """
+    return dict_id >> 16 == _COMMIT_DICTIONARY_TAG
 
 
 def frame_dictionary(data: bytes) -> int:
@@ -142,12 +172,17 @@ def pack(data: bytes, dictionary: int = 0) -> bytes:
     return _pack_with(_compressor(dictionary).compress, data)
 
 
-def pack_many(objects: Mapping[ObjectId, bytes], dictionary: int = 0) -> dict[ObjectId, bytes]:
-    """:func:`pack` of every value of ``objects`` (the same bytes), finding the compressor once."""
+def pack_many(
+    objects: Mapping[ObjectId, bytes], dictionary: int = 0, *, min_size: int = MIN_SIZE
+) -> dict[ObjectId, bytes]:
+    """:func:`pack` of every value of ``objects`` (the same bytes), finding the compressor once.
+
+    ``min_size``: objects smaller than this stay as they are.
+    """
     if not objects:
         return {}  # as pack would: nothing packed, nothing to refuse
     compress = _compressor(dictionary).compress
-    return {object_id: _pack_with(compress, data) for object_id, data in objects.items()}
+    return {object_id: _pack_with(compress, data, min_size) for object_id, data in objects.items()}
 
 
 def _compressor(dictionary: int) -> zstandard.ZstdCompressor:
@@ -160,11 +195,11 @@ def _compressor(dictionary: int) -> zstandard.ZstdCompressor:
     return codecs[0]
 
 
-def _pack_with(compress: Callable[[bytes], bytes], data: bytes) -> bytes:
+def _pack_with(compress: Callable[[bytes], bytes], data: bytes, min_size: int = MIN_SIZE) -> bytes:
     if data[:4] == ZSTD_MAGIC:
         # Never a canonical object (those are msgpack arrays); framed so it reads back as is.
         return compress(data)
-    if len(data) < MIN_SIZE:
+    if len(data) < min_size:
         return data
     packed = compress(data)
     return packed if len(packed) <= len(data) * KEEP_RATIO else data
@@ -230,12 +265,15 @@ def content_id(data: bytes) -> ObjectId:
 
 
 __all__ = [
+    "COMMIT_DICTIONARY_SIZE",
+    "DICTIONARY_PREFIX",
     "MAX_EXPANDED",
     "ZSTD_MAGIC",
     "MissingDictionary",
     "content_id",
     "frame_dictionary",
     "has_dictionary",
+    "is_commit_dictionary",
     "is_packed",
     "pack",
     "pack_many",

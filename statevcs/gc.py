@@ -10,7 +10,13 @@ from datetime import timedelta
 from .commitgraph import AUTO_WRITE_AFTER, chain_objects, check_graph, write_graph
 from .errors import CorruptObject, MissingObject, RefsChanged, StateVCSError, StoreError
 from .hashing import ObjectId, from_hex, to_hex
-from .objectdb import DICTIONARY_KEY, UPGRADE_MAP_KEY, ObjectDB, decode_stored
+from .objectdb import (
+    COMMIT_DICTIONARY_KEY,
+    DICTIONARY_KEY,
+    UPGRADE_MAP_KEY,
+    ObjectDB,
+    decode_stored,
+)
 from .objects import (
     DOC_PREFIX,
     ZDICT_PREFIX,
@@ -109,9 +115,10 @@ def reachability_roots(store: Store) -> set[ObjectId]:
     upgrade_map = store.config_get(UPGRADE_MAP_KEY)
     if upgrade_map:  # old ids resolve through it (its entries keep no commit alive)
         roots.add(from_hex(upgrade_map))
-    dictionary = store.config_get(DICTIONARY_KEY)
-    if dictionary:  # compressed objects name it
-        roots.add(from_hex(dictionary))
+    for key in (DICTIONARY_KEY, COMMIT_DICTIONARY_KEY):
+        dictionary = store.config_get(key)
+        if dictionary:  # compressed objects name it
+            roots.add(from_hex(dictionary))
     return roots
 
 

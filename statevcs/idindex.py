@@ -35,7 +35,7 @@ import msgpack
 
 from .errors import CorruptObject, StateVCSError
 from .hashing import ID_SIZE, ObjectId, from_hex, to_hex
-from .objectdb import ObjectDB
+from .objectdb import ObjectDB, decode_stored
 from .objects import Blob, CommitObject, decode, encode_with_id
 from .stores.base import Store
 
@@ -365,7 +365,7 @@ def _decode_commits(store: Store, ids: Iterable[ObjectId]) -> dict[ObjectId, Com
             continue
         for commit_id, data in raw.items():
             try:
-                obj = decode(commit_id, data)
+                obj = decode_stored(store, commit_id, data)
             except CorruptObject:
                 continue
             if isinstance(obj, CommitObject):

@@ -18,6 +18,9 @@ from itertools import islice
 from typing import Any
 
 from .compression import (
+    COMMIT_DICTIONARY_SIZE,
+    DICTIONARY_PREFIX,
+    DICTIONARY_SIZE,
     ZSTD_MAGIC,
     MissingDictionary,
     pack_many,
@@ -58,11 +61,19 @@ FORMAT_KEY = "core.format"
 CURRENT_FORMAT = 2
 DICTIONARY_KEY = "core.zstd-dictionary"
 """Config key: hex id of the ``zdict`` object writers compress with (format 2; a gc root)."""
-DICTIONARY_PREFIX = "core.zstd-dict."
-"""Config keys ``core.zstd-dict.<dictionary id, 8 hex digits>``: the ``zdict`` object's hex id,
-for readers of frames that name that dictionary."""
 TRAIN_AFTER = 128 * 1024
 """Bytes of new messages a handle collects before it trains the repository's dictionary."""
+COMMIT_DICTIONARY_KEY = "core.zstd-commit-dictionary"
+"""Config key: hex id of the ``zdict`` object writers compress commits with (a gc root)."""
+COMMIT_TRAIN_AFTER = 32 * 1024
+"""Bytes of new commits a handle collects before it trains the repository's commit dictionary
+(about 50 LangGraph checkpoints; a dictionary trained on 50 of them compresses the next ones as
+well as one trained on 200)."""
+_COMMIT_MIN_SIZE = 64
+"""Commits from this size on are compressed (with the dictionary, a 126-byte commit of a chat
+turn takes 99 bytes; anything smaller is mostly its two hashes)."""
+_COMMIT_PREFIX = b"\x97\xa6commit"
+"""How every plain commit's bytes begin: ``["commit", ...]``, an array of seven."""
 UPGRADE_MAP_KEY = "core.upgrade-map"
 """Config key: hex id of the map from format-1 commit ids to the commits that replaced them
 (written by ``statevcs upgrade``; a gc root)."""
@@ -130,6 +141,11 @@ class ObjectDB:
         self._samples: list[bytes] = []
         self._sampled = 0
         self._train_after = TRAIN_AFTER
+        self._commit_dictionary: int | None = None
+        """The zstd dictionary commits are written with (0: none yet; None: not looked up)."""
+        self._commit_samples: list[bytes] = []
+        self._commit_sampled = 0
+        self._commit_train_after = COMMIT_TRAIN_AFTER
         """Message id -> the packed leaf holding it (messages of format 2 are not objects)."""
         self._format: int | None = None
 
@@ -590,11 +606,7 @@ class ObjectDB:
             raise CorruptObject(to_hex(object_id), str(exc)) from None
 
     def _sample(self, fresh: Mapping[ObjectId, bytes]) -> int:
-        """Collect new messages; once there are enough, train the repository's dictionary.
-
-        The dictionary is stored and named in the config before any object uses it, so every
-        reader can find it; two handles training at once leave two dictionaries, both kept.
-        """
+        """Collect new messages; once there are enough, train the repository's dictionary."""
         for data in fresh.values():
             if data[:5] == DOC_PREFIX:
                 self._samples.append(data)
@@ -602,21 +614,68 @@ class ObjectDB:
         if self._sampled < self._train_after:
             return 0
         samples, self._samples, self._sampled = self._samples, [], 0
-        trained = train_dictionary(samples)
-        if trained is None:
+        self._dictionary = self._train(samples, DICTIONARY_KEY, DICTIONARY_SIZE)
+        if not self._dictionary:
             self._train_after *= 2  # too little to learn from yet: try again later
+        return self._dictionary
+
+    def _train(self, samples: list[bytes], key: str, size: int, for_commits: bool = False) -> int:
+        """Train a dictionary on ``samples``, store it and name it under ``key``; its id.
+
+        The dictionary is stored and named in the config before any object uses it, so every
+        reader can find it; two handles training at once leave two dictionaries, both kept
+        readable, and both then use the one named first. 0 when zstd finds too little to learn.
+        """
+        trained = train_dictionary(samples, size, for_commits=for_commits)
+        if trained is None:
             return 0
         dictionary_id, encoded = encode_with_id(ZstdDictionary(trained))
         self.store.put_many({dictionary_id: encoded})
         dict_id = register_dictionary(trained)
         self.store.config_set(f"{DICTIONARY_PREFIX}{dict_id:08x}", to_hex(dictionary_id))
-        found = self.store.config_get(DICTIONARY_KEY)
+        found = self.store.config_get(key)
         if found:  # another handle trained one first: use theirs, keep ours readable
-            self._dictionary = self._register(from_hex(found))
-        else:
-            self.store.config_set(DICTIONARY_KEY, to_hex(dictionary_id))
-            self._dictionary = dict_id
-        return self._dictionary
+            return self._register(from_hex(found))
+        self.store.config_set(key, to_hex(dictionary_id))
+        return dict_id
+
+    def pack_commits(self, objects: Mapping[ObjectId, bytes]) -> Mapping[ObjectId, bytes]:
+        """``objects`` with their plain commits compressed with the commit dictionary.
+
+        Format 2 only, and once the repository has one: a handle trains it on the first
+        :data:`COMMIT_TRAIN_AFTER` bytes of commits it writes (until then commits stay plain).
+        Commits compress poorly alone (their metadata repeats from one commit to the next, not
+        within one), so they get a dictionary of their own, with an id that tells stores the
+        frames hold commits (:func:`~statevcs.compression.is_commit_dictionary`).
+        """
+        commits = {k: v for k, v in objects.items() if v[:8] == _COMMIT_PREFIX}
+        if not commits or (self._format if self._format is not None else self.format) < 2:
+            return objects
+        dictionary = self._commit_dictionary
+        if dictionary is None:
+            found = self.store.config_get(COMMIT_DICTIONARY_KEY)
+            dictionary = self._commit_dictionary = (
+                0 if not found else self._register(from_hex(found))
+            )
+        if not dictionary:
+            dictionary = self._sample_commits(commits)
+            if not dictionary:
+                return objects
+        return {**objects, **pack_many(commits, dictionary, min_size=_COMMIT_MIN_SIZE)}
+
+    def _sample_commits(self, commits: Mapping[ObjectId, bytes]) -> int:
+        """Collect new commits; once there are enough, train the commit dictionary."""
+        for data in commits.values():
+            self._commit_samples.append(data)
+            self._commit_sampled += len(data)
+        if self._commit_sampled < self._commit_train_after:
+            return 0
+        samples, self._commit_samples, self._commit_sampled = self._commit_samples, [], 0
+        dict_id = self._train(samples, COMMIT_DICTIONARY_KEY, COMMIT_DICTIONARY_SIZE, True)
+        if not dict_id:
+            self._commit_train_after *= 2
+        self._commit_dictionary = dict_id
+        return dict_id
 
     def mark_stored(self, ids: Iterable[ObjectId]) -> None:
         """Record that ``ids`` are now in the store."""

@@ -216,7 +216,7 @@ class ObjectDatabase(ObjectDB):
         :meth:`Refs.update` afterwards re-checks that nothing they need was collected.
         """
         if objects:
-            self.store.put_many(objects)
+            self.store.put_many(self.pack_commits(objects))
             self.mark_stored(objects)
 
     def missing_below(self, root: ObjectId) -> list[str]:
@@ -368,9 +368,10 @@ class Refs:
         ``verify`` are checked to be whole and the update is retried once.
         """
         payload = dict(objects or {})
+        stored = self._objects.pack_commits(payload)
         for attempt in range(_STALE_RETRIES):
             try:
-                self._store.update_refs(updates, payload, generation=self._objects.generation)
+                self._store.update_refs(updates, stored, generation=self._objects.generation)
                 break
             except StaleCache as stale:
                 self._objects.forget(stale.actual)
@@ -413,8 +414,13 @@ RESERVED_CONFIG_KEYS = {
     "core.id": "the repository's identity, set when it is created",
     "core.chunker": "set when the repository is created: large values' ids depend on it",
     "gc.generation": "bumped by garbage collection",
+    "core.zstd-dictionary": "names the dictionary messages are compressed with",
+    "core.zstd-commit-dictionary": "names the dictionary commits are compressed with",
 }
 """Config keys statevcs maintains itself, and why they are not for hand editing."""
+_RESERVED_PREFIXES = {
+    "core.zstd-dict.": "names a dictionary that compressed objects need to be read",
+}
 
 
 class Config:
@@ -432,10 +438,12 @@ class Config:
         check_text(key, "key")
         if value is not None:
             check_text(value, "value")
-        if key in RESERVED_CONFIG_KEYS:
+        why = RESERVED_CONFIG_KEYS.get(key) or next(
+            (v for k, v in _RESERVED_PREFIXES.items() if key.startswith(k)), None
+        )
+        if why is not None:
             raise RepositoryError(
-                f"config key {key!r} belongs to statevcs ({RESERVED_CONFIG_KEYS[key]}); it "
-                "cannot be set by hand"
+                f"config key {key!r} belongs to statevcs ({why}); it cannot be set by hand"
             )
         self._store.config_set(key, value)
 

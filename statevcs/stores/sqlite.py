@@ -16,6 +16,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
+from ..compression import (
+    DICTIONARY_PREFIX,
+    ZSTD_MAGIC,
+    MissingDictionary,
+    frame_dictionary,
+    is_commit_dictionary,
+    register_dictionary,
+    unpack,
+)
 from ..errors import (
     CorruptObject,
     RefConflict,
@@ -26,7 +35,7 @@ from ..errors import (
     StoreError,
 )
 from ..hashing import ObjectId
-from ..objects import CommitObject, decode
+from ..objects import CommitObject, ZstdDictionary, decode
 from . import forksafety
 from .base import (
     ANY,
@@ -469,8 +478,12 @@ class SQLiteStore(Store):
                     object_id,
                     data,
                     now,
-                    _parents_value(object_id, data)
-                    if isinstance(data, bytes) and data.startswith(prefix)
+                    _parents_value(object_id, data, db, objects)
+                    if isinstance(data, bytes)
+                    and (
+                        data.startswith(prefix)
+                        or (data[:4] == ZSTD_MAGIC and is_commit_dictionary(frame_dictionary(data)))
+                    )
                     else None,
                 )
                 for object_id, data in objects.items()
@@ -807,10 +820,31 @@ def _has_column(db: sqlite3.Connection, table: str, column: str) -> bool:
     return any(row[1] == column for row in db.execute(f"PRAGMA table_info({table})"))
 
 
-def _parents_value(object_id: object, data: object) -> bytes | None:
-    """The first two parents named by a commit's bytes, end to end; None for other objects."""
+def _parents_value(
+    object_id: object,
+    data: object,
+    db: sqlite3.Connection | None = None,
+    batch: Mapping[ObjectId, bytes] | None = None,
+) -> bytes | None:
+    """The first two parents named by a commit's bytes, end to end; None for other objects.
+
+    A commit compressed with the repository's commit dictionary is decompressed first; a
+    process that has not registered that dictionary yet finds it in ``batch`` or ``db``. The
+    index is a read-ahead hint (walks read parents from the commits): bytes that cannot be
+    read here are stored unindexed, and whoever reads them gets ``CorruptObject``.
+    """
     if not isinstance(object_id, bytes) or not isinstance(data, bytes):
         return None
+    if data[:4] == ZSTD_MAGIC:
+        try:
+            try:
+                data = unpack(object_id, data)
+            except MissingDictionary as missing:
+                if db is None or not _register_from(db, batch or {}, missing.dict_id):
+                    return None
+                data = unpack(object_id, data)
+        except StateVCSError:
+            return None
     if not data.startswith(_COMMIT_PREFIX):
         return None
     try:
@@ -820,6 +854,28 @@ def _parents_value(object_id: object, data: object) -> bytes | None:
     if not isinstance(obj, CommitObject) or not obj.parents:
         return None
     return b"".join(obj.parents[:2])
+
+
+def _register_from(db: sqlite3.Connection, batch: Mapping[ObjectId, bytes], dict_id: int) -> bool:
+    """Register dictionary ``dict_id`` from this database (or ``batch``); whether it was found."""
+    row = db.execute(
+        "SELECT value FROM config WHERE key = ?", (f"{DICTIONARY_PREFIX}{dict_id:08x}",)
+    ).fetchone()
+    if row is None:
+        return False
+    try:
+        dictionary_id = bytes.fromhex(str(row[0]))
+    except ValueError:
+        return False
+    data = batch.get(dictionary_id)
+    if data is None:
+        found = db.execute("SELECT data FROM objects WHERE id = ?", (dictionary_id,)).fetchone()
+        data = found[0] if found is not None else None
+    try:
+        obj = decode(dictionary_id, data) if isinstance(data, bytes) else None
+        return isinstance(obj, ZstdDictionary) and register_dictionary(obj.data) == dict_id
+    except (StateVCSError, ValueError):
+        return False
 
 
 def _index_existing_commits(db: sqlite3.Connection) -> None:
