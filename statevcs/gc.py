@@ -357,7 +357,8 @@ def check_repository(store: Store, db: ObjectDB) -> FsckReport:
         objects_checked=len(ids),
         reachable=len(reachable),
         dangling=len(set(ids) - reachable),
-        problems=tuple(problems),
+        # Each once: the re-hash and the walk from the refs both meet a damaged object.
+        problems=tuple(dict.fromkeys(problems)),
     )
 
 

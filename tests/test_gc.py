@@ -65,6 +65,9 @@ def test_fsck_reports_corruption_without_raising(tmp_path: Path) -> None:
     assert not report.ok
     assert any("corrupt" in p for p in report.problems)
     assert any("missing" in p for p in report.problems)
+    # Each damage is named once, though both the re-hash and the walk from the refs meet it.
+    assert len(set(report.problems)) == len(report.problems), report.problems
+    assert sum(statevcs.hashing.to_hex(docs[0]) in p for p in report.problems) == 1
 
 
 def test_gc_keeps_reachable_and_reflogged_history(repo: Repo) -> None:
