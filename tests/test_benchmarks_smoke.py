@@ -333,3 +333,21 @@ def test_the_workloads_benchmark_prints_every_workload(tmp_path: Path) -> None:
     assert float(new[4]) < float(old[4]) / 2
     assert [path.name for path in tmp_path.iterdir()] == ["scratch"]
     assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_the_langgraph_bytes_benchmark_prints_every_kind_and_leaves_no_files(
+    tmp_path: Path,
+) -> None:
+    script = ROOT / "benchmarks" / "bench_langgraph_bytes.py"
+    result = run(tmp_path, "--quick", script=script)
+    assert result.returncode == 0, result.stderr
+    rows = {
+        row[0].lstrip("| "): row[1:]
+        for row in (line.split(" | ") for line in result.stdout.splitlines())
+        if row[0].startswith("| ")
+    }
+    assert {"commit", "snapshot", "leaf", "zdict", "**all objects**"} <= set(rows)
+    plain, compressed = (float(cell.strip(" |").replace(",", "")) for cell in rows["commit"][:2])
+    assert compressed < plain * 0.6  # the commit dictionary's whole point
+    assert [path.name for path in tmp_path.iterdir()] == ["scratch"]
+    assert list((tmp_path / "scratch").iterdir()) == []
