@@ -9,16 +9,17 @@ dictionary, against real stores.
 from __future__ import annotations
 
 import multiprocessing
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_upgrade import unpack_fixture
 
-from statevcs import Repo, Snapshot
+from statevcs import Repo, Snapshot, objectdb
 from statevcs.compression import ZSTD_MAGIC, frame_dictionary
 from statevcs.errors import CorruptObject
-from statevcs.hashing import ObjectId
+from statevcs.hashing import ObjectId, from_hex
 from statevcs.objectdb import COMMIT_DICTIONARY_KEY
 from statevcs.plumbing import ObjectDatabase
 
@@ -134,3 +135,122 @@ def test_writing_to_a_repository_whose_dictionary_id_another_repository_holds_he
             second.objects.load_commit(ids[-1])
     messages = _in_child(_read_commits, path, ids + more)
     assert messages == [f"loop step {t}" for t in range(100)] + [f"more {t}" for t in range(5)]
+
+
+# --- what held: readers in a new process, differential, upgrade, S3 without a cache ----------
+
+
+def _metadata(turn: int) -> dict[str, Any]:
+    """Shaped like a LangGraph checkpoint's metadata: repeated keys, changing numbers."""
+    return {
+        "framework": {
+            "checkpoint_id": f"1f1eaf85-{turn:04x}-6908-8000-b84911563df3",
+            "channels": {"v": 4, "channel_versions": {"messages": turn + 2}, "step": turn},
+        },
+        "source": "loop",
+        "step": turn,
+    }
+
+
+def _workload(repo: Repo, turns: int = 150) -> list[str]:
+    state: dict[str, Any] = {"messages": [], "turn": 0}
+    ids = []
+    for turn in range(turns):
+        state["messages"].append({"role": "user", "content": f"question {turn}"})
+        state["turn"] = turn
+        ids.append(repo.commit(state, message=f"step {turn}", metadata=_metadata(turn)).id)
+    repo.branch("side", ids[50])
+    return ids
+
+
+def _everything(path: str, answers: Any) -> None:
+    """What a person reads: every commit's log entry and show, merge base, fsck, the graph."""
+    with Repo.open(path) as repo:
+        log = [(c.id, c.message, c.metadata, c.parents, c.snapshot_id) for c in repo.log("main")]
+        shows = {c[0]: _shown(repo, c[0]) for c in log[::7]}
+        base = repo.merge_base("main", "side")
+        report = repo.fsck()
+        answers.send((log, shows, base, report.ok, [str(p) for p in report.problems]))
+
+
+def _shown(repo: Repo, rev: str) -> list[Any]:
+    snap = repo.show(rev)
+    return [snap.kind, snap.messages, snap.state, snap.extras]
+
+
+def test_log_and_show_are_the_same_with_and_without_commit_compression(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compressed, plain = tmp_path / "compressed", tmp_path / "plain"
+    with Repo.init(compressed) as repo:
+        _workload(repo)
+        assert repo.store.config_get(COMMIT_DICTIONARY_KEY) is not None
+    with monkeypatch.context() as patched:
+        patched.setattr(objectdb, "COMMIT_TRAIN_AFTER", 1 << 40)
+        with Repo.init(plain) as repo:
+            _workload(repo)
+            assert repo.store.config_get(COMMIT_DICTIONARY_KEY) is None
+    one = _in_child(_everything, str(compressed))
+    other = _in_child(_everything, str(plain))
+    assert one[3] and other[3], (one[4], other[4])
+
+    def without_ids_and_times(found: Any) -> Any:
+        log, shows, _base, _ok, _problems = found
+        return [(m, d) for _i, m, d, _p, _s in log], sorted(map(repr, shows.values()))
+
+    assert without_ids_and_times(one) == without_ids_and_times(other)
+    assert len(one[0]) == 150 and one[2] == one[0][99][0]  # side forks at step 50
+
+
+def _upgrade_then_write(folder: str, answers: Any) -> None:
+    with Repo.open(folder) as repo:
+        repo.upgrade()
+    with Repo.open(folder) as repo:
+        agent: dict[str, Any] = {}
+        repo.checkout(agent, "main")
+        for turn in range(250):
+            agent["turn"] = turn
+            repo.commit(agent, f"after the upgrade {turn}", metadata=_metadata(turn))
+        answers.send(repo.store.config_get(COMMIT_DICTIONARY_KEY))
+
+
+def test_an_upgraded_format_1_repository_trains_and_old_ids_still_resolve(tmp_path: Path) -> None:
+    folder, expected, shows = unpack_fixture(tmp_path)
+    assert _in_child(_upgrade_then_write, str(folder)) is not None
+    log, _shows, _base, ok, problems = _in_child(_everything_main_only, str(folder))
+    assert ok, problems
+    assert [m for _i, m, *_ in log[:250]] == [f"after the upgrade {t}" for t in range(249, -1, -1)]
+    with Repo.open(folder) as repo:
+        for commit_id in expected["commits"]:  # format-1 ids, through the upgrade map
+            assert _shown(repo, commit_id) == shows[commit_id]
+        repo.gc(grace=timedelta(0))
+        assert repo.fsck().ok
+    assert _in_child(_everything_main_only, str(folder))[0] == log
+
+
+def _everything_main_only(path: str, answers: Any) -> None:
+    with Repo.open(path) as repo:
+        log = [(c.id, c.message, c.metadata) for c in repo.log("main")]
+        report = repo.fsck()
+        answers.send((log, None, None, report.ok, [str(p) for p in report.problems]))
+
+
+def _s3_log(url: str, answers: Any) -> None:
+    with Repo.open(url) as repo:
+        logged = [(c.id, c.message, c.metadata) for c in repo.log("main")]
+        state: dict[str, Any] = {}
+        repo.checkout(state, "main~3")
+        answers.send((logged, state["turn"], repo.fsck().ok))
+
+
+def test_s3_without_a_cache_reads_compressed_commits_in_a_new_process(s3_url: str) -> None:
+    with Repo.init(s3_url) as repo:
+        ids = _workload(repo, 200)
+        frames = [d for d in repo.store.get_many([from_hex(i) for i in ids]).values()]
+        assert sum(d[:4] == ZSTD_MAGIC for d in frames) > 20
+        expected = [(c.id, c.message, c.metadata) for c in repo.log("main")]
+    cold = s3_url + ("&" if "?" in s3_url else "?") + "cache=none"
+    logged, turn, ok = _in_child(_s3_log, cold)
+    assert logged == expected
+    assert turn == 196
+    assert ok
