@@ -92,39 +92,71 @@ class MissingDictionary(CorruptObject):
         self.dict_id = dict_id
 
 
+class DictionaryConflict(CorruptObject):
+    """Another dictionary with the same id is registered in this process (frames name only the
+    id, so one process reads one dictionary per id: two repositories' dictionaries collided)."""
+
+    def __init__(self, dict_id: int) -> None:
+        super().__init__(
+            f"(dictionary {dict_id:08x})",
+            "another repository opened in this process holds a different zstd dictionary with "
+            "the same id; read this repository from a process of its own",
+        )
+        self.dict_id = dict_id
+
+
 def register_dictionary(data: bytes) -> int:
     """Make a dictionary (the bytes of a ``zdict`` object) known to this process; return its id.
 
-    Raises ``ValueError`` for bytes that are not a zstd dictionary with an id.
+    Raises ``ValueError`` for bytes that are not a zstd dictionary with an id, and
+    :class:`DictionaryConflict` when another dictionary holds that id in this process (frames
+    compressed or read with the wrong one would be lost).
     """
+    dict_id = dict_id_of(data)
+    with _registry_lock:
+        found = _dictionaries.get(dict_id)
+        if found is None:
+            _dictionaries[dict_id] = zstandard.ZstdCompressionDict(
+                data, dict_type=zstandard.DICT_TYPE_FULLDICT
+            )
+        elif found.as_bytes() != data:
+            raise DictionaryConflict(dict_id)
+    return dict_id
+
+
+def dict_id_of(data: bytes) -> int:
+    """The id of a dictionary (the bytes of a ``zdict`` object); ``ValueError`` if none."""
     try:
-        dictionary = zstandard.ZstdCompressionDict(data, dict_type=zstandard.DICT_TYPE_FULLDICT)
-        dict_id = dictionary.dict_id()
+        dict_id = zstandard.ZstdCompressionDict(
+            data, dict_type=zstandard.DICT_TYPE_FULLDICT
+        ).dict_id()
     except zstandard.ZstdError as exc:
         raise ValueError(f"not a zstd dictionary: {exc}") from None
     if not dict_id:
         raise ValueError("a zstd dictionary without an id cannot be named by frames")
-    with _registry_lock:
-        _dictionaries.setdefault(dict_id, dictionary)
     return dict_id
 
 
-def has_dictionary(dict_id: int) -> bool:
-    """Whether the dictionary ``dict_id`` is registered in this process."""
-    return dict_id in _dictionaries
+def has_dictionary(dict_id: int, data: bytes | None = None) -> bool:
+    """Whether the dictionary ``dict_id`` is registered in this process (holding ``data``,
+    when given)."""
+    found = _dictionaries.get(dict_id)
+    return found is not None and (data is None or found.as_bytes() == data)
 
 
 def train_dictionary(
-    samples: list[bytes], size: int = DICTIONARY_SIZE, *, for_commits: bool = False
+    samples: list[bytes], size: int = DICTIONARY_SIZE, *, for_commits: bool = False, salt: int = 0
 ) -> bytes | None:
     """Train a dictionary on sample objects; ``None`` when zstd finds too little to learn.
 
-    ``for_commits`` gives the dictionary an id :func:`is_commit_dictionary` recognizes.
+    ``for_commits`` gives the dictionary an id :func:`is_commit_dictionary` recognizes (16 bits
+    of it from the samples' hash, and ``salt``: another salt gives another id).
     """
     buffers: list[bytes | bytearray | memoryview] = list(samples)
     dict_id = 0
     if for_commits:
-        dict_id = _COMMIT_DICTIONARY_TAG << 16 | int.from_bytes(hash_bytes(b"".join(samples))[:2])
+        digest = hash_bytes(b"".join(samples) + (salt.to_bytes(4, "big") if salt else b""))
+        dict_id = _COMMIT_DICTIONARY_TAG << 16 | int.from_bytes(digest[:2])
     try:
         trained = zstandard.train_dictionary(size, buffers, level=LEVEL, dict_id=dict_id)
     except zstandard.ZstdError:
@@ -269,8 +301,10 @@ __all__ = [
     "DICTIONARY_PREFIX",
     "MAX_EXPANDED",
     "ZSTD_MAGIC",
+    "DictionaryConflict",
     "MissingDictionary",
     "content_id",
+    "dict_id_of",
     "frame_dictionary",
     "has_dictionary",
     "is_commit_dictionary",

@@ -22,7 +22,10 @@ from .compression import (
     DICTIONARY_PREFIX,
     DICTIONARY_SIZE,
     ZSTD_MAGIC,
+    DictionaryConflict,
     MissingDictionary,
+    dict_id_of,
+    has_dictionary,
     pack_many,
     register_dictionary,
     train_dictionary,
@@ -72,6 +75,8 @@ well as one trained on 200)."""
 _COMMIT_MIN_SIZE = 64
 """Commits from this size on are compressed (with the dictionary, a 126-byte commit of a chat
 turn takes 99 bytes; anything smaller is mostly its two hashes)."""
+_ID_TRIES = 16
+"""Ids a commit dictionary is trained with, at most, to find one no other dictionary holds."""
 _COMMIT_PREFIX = b"\x97\xa6commit"
 """How every plain commit's bytes begin: ``["commit", ...]``, an array of seven."""
 UPGRADE_MAP_KEY = "core.upgrade-map"
@@ -627,6 +632,12 @@ class ObjectDB:
         readable, and both then use the one named first. 0 when zstd finds too little to learn.
         """
         trained = train_dictionary(samples, size, for_commits=for_commits)
+        for salt in range(1, _ID_TRIES if for_commits else 1):
+            # A commit dictionary's id holds 16 bits of a hash: one another repository's (in
+            # this process) or another handle's (in this one) already has is not taken.
+            if trained is None or not self._id_taken(trained):
+                break
+            trained = train_dictionary(samples, size, for_commits=True, salt=salt)
         if trained is None:
             return 0
         dictionary_id, encoded = encode_with_id(ZstdDictionary(trained))
@@ -638,6 +649,14 @@ class ObjectDB:
             return self._register(from_hex(found))
         self.store.config_set(key, to_hex(dictionary_id))
         return dict_id
+
+    def _id_taken(self, trained: bytes) -> bool:
+        """Whether another dictionary holds ``trained``'s id, in this process or repository."""
+        dict_id = dict_id_of(trained)
+        if has_dictionary(dict_id) and not has_dictionary(dict_id, trained):
+            return True
+        named = self.store.config_get(f"{DICTIONARY_PREFIX}{dict_id:08x}")
+        return named is not None and named != to_hex(encode_with_id(ZstdDictionary(trained))[0])
 
     def pack_commits(self, objects: Mapping[ObjectId, bytes]) -> Mapping[ObjectId, bytes]:
         """``objects`` with their plain commits compressed with the commit dictionary.
@@ -652,15 +671,20 @@ class ObjectDB:
         if not commits or (self._format if self._format is not None else self.format) < 2:
             return objects
         dictionary = self._commit_dictionary
-        if dictionary is None:
-            found = self.store.config_get(COMMIT_DICTIONARY_KEY)
-            dictionary = self._commit_dictionary = (
-                0 if not found else self._register(from_hex(found))
-            )
-        if not dictionary:
-            dictionary = self._sample_commits(commits)
+        try:
+            if dictionary is None:
+                found = self.store.config_get(COMMIT_DICTIONARY_KEY)
+                dictionary = self._commit_dictionary = (
+                    0 if not found else self._register(from_hex(found))
+                )
             if not dictionary:
-                return objects
+                dictionary = self._sample_commits(commits)
+        except DictionaryConflict:
+            # Another repository's dictionary holds its id in this process: compressing with
+            # it would make the commits unreadable elsewhere, so this handle writes them plain.
+            dictionary = self._commit_dictionary = -1
+        if dictionary <= 0:
+            return objects
         return {**objects, **pack_many(commits, dictionary, min_size=_COMMIT_MIN_SIZE)}
 
     def _sample_commits(self, commits: Mapping[ObjectId, bytes]) -> int:
