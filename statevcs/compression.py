@@ -149,14 +149,20 @@ def train_dictionary(
 ) -> bytes | None:
     """Train a dictionary on sample objects; ``None`` when zstd finds too little to learn.
 
-    ``for_commits`` gives the dictionary an id :func:`is_commit_dictionary` recognizes (16 bits
-    of it from the samples' hash, and ``salt``: another salt gives another id).
+    Its id comes from a hash of the samples (and ``salt``: another salt gives another id): a
+    commit dictionary's (``for_commits``) in :data:`COMMIT_DICTIONARY_IDS`, which
+    :func:`is_commit_dictionary` recognizes, a message dictionary's below them. Frames name
+    their dictionary by id alone, so the ids are drawn from 2**28 or more values: two
+    repositories a process opens then hold different dictionaries under one id once in tens of
+    millions of pairs (and that process refuses the second: :class:`DictionaryConflict`).
     """
     buffers: list[bytes | bytearray | memoryview] = list(samples)
-    dict_id = 0
+    digest = hash_bytes(b"".join(samples) + (salt.to_bytes(4, "big") if salt else b""))
+    drawn = int.from_bytes(digest[:8], "big")
     if for_commits:
-        digest = hash_bytes(b"".join(samples) + (salt.to_bytes(4, "big") if salt else b""))
-        dict_id = _COMMIT_DICTIONARY_TAG << 16 | int.from_bytes(digest[:2])
+        dict_id = COMMIT_DICTIONARY_IDS.start + drawn % len(COMMIT_DICTIONARY_IDS)
+    else:
+        dict_id = _FIRST_USER_ID + drawn % (COMMIT_DICTIONARY_IDS.start - _FIRST_USER_ID)
     try:
         trained = zstandard.train_dictionary(size, buffers, level=LEVEL, dict_id=dict_id)
     except zstandard.ZstdError:
@@ -173,17 +179,20 @@ COMMIT_DICTIONARY_SIZE = 4 * 1024
 ~580 bytes: 4 KiB shrinks them to 0.36 of their size, 16 KiB to 0.37; without a dictionary
 zstd keeps 0.79, with the messages' dictionary 0.76)."""
 
-_COMMIT_DICTIONARY_TAG = 0x5C0D
-"""The high 16 bits of every commit dictionary's id (zstd leaves ids below 2**31 to users)."""
+COMMIT_DICTIONARY_IDS = range(0x5000_0000, 0x6000_0000)
+"""The ids commit dictionaries are given (2**28 of them, below the 2**31 zstd leaves to users)."""
+_FIRST_USER_ID = 32_768
+"""zstd reserves the ids below this one."""
 
 
 def is_commit_dictionary(dict_id: int) -> bool:
     """Whether frames naming ``dict_id`` may hold commits (a store indexes their parents).
 
-    A message dictionary's random id has this tag once in 32,768 repositories: then a store
+    A message dictionary trained by statevcs 0.2 development builds before commits had
+    dictionaries got an id from zstd, in this range once in eight repositories: a store then
     decompresses its frames to find out, and finds no commit in them.
     """
-    return dict_id >> 16 == _COMMIT_DICTIONARY_TAG
+    return dict_id in COMMIT_DICTIONARY_IDS
 
 
 def frame_dictionary(data: bytes) -> int:
@@ -297,6 +306,7 @@ def content_id(data: bytes) -> ObjectId:
 
 
 __all__ = [
+    "COMMIT_DICTIONARY_IDS",
     "COMMIT_DICTIONARY_SIZE",
     "DICTIONARY_PREFIX",
     "MAX_EXPANDED",

@@ -633,8 +633,8 @@ class ObjectDB:
         """
         trained = train_dictionary(samples, size, for_commits=for_commits)
         for salt in range(1, _ID_TRIES if for_commits else 1):
-            # A commit dictionary's id holds 16 bits of a hash: one another repository's (in
-            # this process) or another handle's (in this one) already has is not taken.
+            # Ids are drawn from a hash of the samples: one that another repository's
+            # dictionary (in this process) or another handle's (in this one) has is not taken.
             if trained is None or not self._id_taken(trained):
                 break
             trained = train_dictionary(samples, size, for_commits=True, salt=salt)

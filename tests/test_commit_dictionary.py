@@ -261,7 +261,7 @@ def _checkout_tip(path: str, answers: Any) -> None:
 
 @pytest.mark.parametrize(
     "key",
-    [COMMIT_DICTIONARY_KEY, "core.zstd-dictionary", "core.zstd-dict.5c0d0001"],
+    [COMMIT_DICTIONARY_KEY, "core.zstd-dictionary", "core.zstd-dict.50000001"],
 )
 def test_the_dictionary_keys_cannot_be_set_by_hand(tmp_path: Path, key: str) -> None:
     with Repo.init(tmp_path / "repo") as repo:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from test_upgrade import unpack_fixture
 
-from statevcs import Repo, Snapshot, objectdb
+from statevcs import Repo, Snapshot, compression, objectdb
 from statevcs.compression import ZSTD_MAGIC, frame_dictionary
 from statevcs.errors import CorruptObject
 from statevcs.hashing import ObjectId, from_hex
@@ -65,9 +65,17 @@ def _plumbing_commits(db: ObjectDatabase, salt: int, turns: int) -> list[ObjectI
     return ids
 
 
-_COLLIDING_SALT = 22366
-"""With this salt, the commits above train a dictionary whose id equals the one salt 0 trains
-(commit dictionary ids hold 16 bits of a hash of their samples: found by trying salts)."""
+_PINNED_IDS = range(0x5000_0000, 0x5000_0002)
+"""Commit dictionary ids drawn from two values only, so two repositories collide on purpose
+(with the real 2**28 values no salt that collides can be found by trying)."""
+_COLLIDING_SALT = 1
+"""With this salt, the commits above train a dictionary whose id, drawn from
+:data:`_PINNED_IDS`, equals the one salt 0 trains (found by trying salts)."""
+
+
+@pytest.fixture
+def pinned_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compression, "COMMIT_DICTIONARY_IDS", _PINNED_IDS)
 
 
 def _read_commits(path: str, ids: list[ObjectId], answers: Any) -> None:
@@ -82,7 +90,7 @@ def _read_commits(path: str, ids: list[ObjectId], answers: Any) -> None:
 
 
 def test_two_repositories_whose_commit_dictionaries_share_an_id_in_one_process(
-    tmp_path: Path,
+    tmp_path: Path, pinned_ids: None
 ) -> None:
     """A process that trained (or read) one repository's commit dictionary and then writes to
     another whose dictionary has the same id must not compress that one's commits with the
@@ -103,12 +111,13 @@ def test_two_repositories_whose_commit_dictionaries_share_an_id_in_one_process(
 
 def _write_colliding(path: str, answers: Any) -> None:
     """In a process of its own: a repository whose commit dictionary gets the colliding id."""
+    compression.COMMIT_DICTIONARY_IDS = _PINNED_IDS
     with Repo.init(path) as repo:
         answers.send(_plumbing_commits(repo.objects, _COLLIDING_SALT, 100))
 
 
 def test_writing_to_a_repository_whose_dictionary_id_another_repository_holds_here(
-    tmp_path: Path,
+    tmp_path: Path, pinned_ids: None
 ) -> None:
     """The collision the other way round: the second repository trained elsewhere. Writing to
     it here keeps its commits plain (readable everywhere); reading its compressed ones here is
