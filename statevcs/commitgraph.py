@@ -27,7 +27,7 @@ from typing import Any
 from .errors import CorruptObject, StateVCSError
 from .hashing import ID_SIZE, ObjectId, from_hex, to_hex
 from .idindex import check_lineage_indexes, index_objects
-from .objectdb import ObjectDB, unpack_stored
+from .objectdb import ObjectDB, decode_stored, unpack_stored
 from .objects import (
     Blob,
     CommitObject,
@@ -297,7 +297,7 @@ class PersistedGraph:
         for blob_id in wanted:
             raw = found.get(blob_id)
             try:
-                obj = decode(blob_id, raw) if raw is not None else None
+                obj = decode_stored(self._store, blob_id, raw) if raw is not None else None
             except CorruptObject:
                 obj = None
             loaded[blob_id] = obj.data if isinstance(obj, Blob) else None
@@ -353,7 +353,7 @@ def _load(store: Store, chain: list[ObjectId], known: dict[ObjectId, _Entry]) ->
             problems.append(f"commit graph segment {to_hex(segment_id)} is missing")
             continue
         try:
-            obj = decode(segment_id, raw)
+            obj = decode_stored(store, segment_id, raw)
         except CorruptObject as exc:
             problems.append(f"commit graph segment: {exc}")
             continue

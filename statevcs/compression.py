@@ -10,9 +10,11 @@ Reading is bounded: a frame must declare its content size, and a size above
 anything is allocated.
 
 A repository may train a zstd **dictionary** on its own messages (small objects compress about
-twice as well with one). A frame made with it names the dictionary's id; the dictionary lives in
-the repository as a ``zdict`` object, and this module keeps a process-wide registry of those it
-has been given (:func:`register_dictionary`). Reading a frame whose dictionary is not registered
+twice as well with one), and one for its commits. A frame made with it names the dictionary's
+id; the dictionary lives in the repository as a ``zdict`` object, and this module keeps a
+registry of those it has been given per repository (:func:`register_dictionary`, by a
+:data:`Scope`: two repositories may hold different dictionaries under one id, so a frame is
+always read with its own repository's). Reading a frame whose dictionary is not registered
 raises :class:`MissingDictionary`, which the object database answers by loading it from the
 repository (see :mod:`statevcs.objectdb`).
 """
@@ -42,6 +44,14 @@ MAX_EXPANDED = 256 * 1024 * 1024
 LEVEL = 3
 
 
+Scope = str
+"""Whose dictionaries: a repository's identity (``Store.identity``); frames name a dictionary by
+id alone, and two repositories may hold different dictionaries under one id. ``""`` is the
+process-wide scope, for callers that hold no store."""
+
+_Pair = tuple[zstandard.ZstdCompressor, zstandard.ZstdDecompressor]
+
+
 class _Codecs(threading.local):
     """One compressor and one decompressor per thread and dictionary (zstandard's are not
     thread-safe)."""
@@ -51,18 +61,15 @@ class _Codecs(threading.local):
             level=LEVEL, write_content_size=True, write_checksum=False
         )
         self.decompressor = zstandard.ZstdDecompressor()
-        self.with_dictionary: dict[int, tuple[zstandard.ZstdCompressor, zstandard.ZstdDecompressor]]
-        self.with_dictionary = {}
+        self.with_dictionary: dict[tuple[Scope, int], _Pair] = {}
 
-    def for_dictionary(
-        self, dict_id: int
-    ) -> tuple[zstandard.ZstdCompressor, zstandard.ZstdDecompressor] | None:
-        found = self.with_dictionary.get(dict_id)
+    def for_dictionary(self, dict_id: int, scope: Scope = "") -> _Pair | None:
+        found = self.with_dictionary.get((scope, dict_id))
         if found is None:
-            dictionary = _dictionaries.get(dict_id)
+            dictionary = _dictionaries.get((scope, dict_id))
             if dictionary is None:
                 return None
-            found = self.with_dictionary[dict_id] = (
+            found = self.with_dictionary[scope, dict_id] = (
                 zstandard.ZstdCompressor(
                     level=LEVEL, dict_data=dictionary, write_content_size=True
                 ),
@@ -72,7 +79,10 @@ class _Codecs(threading.local):
 
 
 _codecs = _Codecs()
-_dictionaries: dict[int, zstandard.ZstdCompressionDict] = {}
+_dictionaries: dict[tuple[Scope, int], zstandard.ZstdCompressionDict] = {}
+_by_content: dict[bytes, zstandard.ZstdCompressionDict] = {}
+"""Every dictionary registered, by its bytes' hash: repositories holding the same dictionary
+share one (and its precomputed tables)."""
 _registry_lock = threading.Lock()
 
 DICTIONARY_SIZE = 32 * 1024
@@ -93,32 +103,35 @@ class MissingDictionary(CorruptObject):
 
 
 class DictionaryConflict(CorruptObject):
-    """Another dictionary with the same id is registered in this process (frames name only the
-    id, so one process reads one dictionary per id: two repositories' dictionaries collided)."""
+    """A repository holds two different dictionaries under one id (frames name only the id)."""
 
     def __init__(self, dict_id: int) -> None:
         super().__init__(
             f"(dictionary {dict_id:08x})",
-            "another repository opened in this process holds a different zstd dictionary with "
-            "the same id; read this repository from a process of its own",
+            "the repository holds two different zstd dictionaries with this id; restore its "
+            "config from a backup",
         )
         self.dict_id = dict_id
 
 
-def register_dictionary(data: bytes) -> int:
-    """Make a dictionary (the bytes of a ``zdict`` object) known to this process; return its id.
+def register_dictionary(data: bytes, scope: Scope = "") -> int:
+    """Make a dictionary (the bytes of a ``zdict`` object) known to ``scope``; return its id.
 
     Raises ``ValueError`` for bytes that are not a zstd dictionary with an id, and
-    :class:`DictionaryConflict` when another dictionary holds that id in this process (frames
+    :class:`DictionaryConflict` when another dictionary holds that id in ``scope`` (frames
     compressed or read with the wrong one would be lost).
     """
     dict_id = dict_id_of(data)
+    digest = hash_bytes(data)
     with _registry_lock:
-        found = _dictionaries.get(dict_id)
+        found = _dictionaries.get((scope, dict_id))
         if found is None:
-            _dictionaries[dict_id] = zstandard.ZstdCompressionDict(
-                data, dict_type=zstandard.DICT_TYPE_FULLDICT
-            )
+            shared = _by_content.get(digest)
+            if shared is None:
+                shared = _by_content[digest] = zstandard.ZstdCompressionDict(
+                    data, dict_type=zstandard.DICT_TYPE_FULLDICT
+                )
+            _dictionaries[scope, dict_id] = shared
         elif found.as_bytes() != data:
             raise DictionaryConflict(dict_id)
     return dict_id
@@ -137,10 +150,10 @@ def dict_id_of(data: bytes) -> int:
     return dict_id
 
 
-def has_dictionary(dict_id: int, data: bytes | None = None) -> bool:
-    """Whether the dictionary ``dict_id`` is registered in this process (holding ``data``,
-    when given)."""
-    found = _dictionaries.get(dict_id)
+def has_dictionary(dict_id: int, data: bytes | None = None, scope: Scope = "") -> bool:
+    """Whether the dictionary ``dict_id`` is registered in ``scope`` (holding ``data``, when
+    given)."""
+    found = _dictionaries.get((scope, dict_id))
     return found is not None and (data is None or found.as_bytes() == data)
 
 
@@ -205,16 +218,20 @@ def frame_dictionary(data: bytes) -> int:
         return 0
 
 
-def pack(data: bytes, dictionary: int = 0) -> bytes:
+def pack(data: bytes, dictionary: int = 0, scope: Scope = "") -> bytes:
     """Return the bytes to store for canonical ``data``: a zstd frame if it pays, else ``data``.
 
-    ``dictionary`` names a registered dictionary to compress with (0: none).
+    ``dictionary`` names a dictionary registered in ``scope`` to compress with (0: none).
     """
-    return _pack_with(_compressor(dictionary).compress, data)
+    return _pack_with(_compressor(dictionary, scope).compress, data)
 
 
 def pack_many(
-    objects: Mapping[ObjectId, bytes], dictionary: int = 0, *, min_size: int = MIN_SIZE
+    objects: Mapping[ObjectId, bytes],
+    dictionary: int = 0,
+    *,
+    min_size: int = MIN_SIZE,
+    scope: Scope = "",
 ) -> dict[ObjectId, bytes]:
     """:func:`pack` of every value of ``objects`` (the same bytes), finding the compressor once.
 
@@ -222,15 +239,15 @@ def pack_many(
     """
     if not objects:
         return {}  # as pack would: nothing packed, nothing to refuse
-    compress = _compressor(dictionary).compress
+    compress = _compressor(dictionary, scope).compress
     return {object_id: _pack_with(compress, data, min_size) for object_id, data in objects.items()}
 
 
-def _compressor(dictionary: int) -> zstandard.ZstdCompressor:
+def _compressor(dictionary: int, scope: Scope) -> zstandard.ZstdCompressor:
     """This thread's compressor for ``dictionary`` (0: none); ``ValueError`` if unregistered."""
     if not dictionary:
         return _codecs.compressor
-    codecs = _codecs.for_dictionary(dictionary)
+    codecs = _codecs.for_dictionary(dictionary, scope)
     if codecs is None:
         raise ValueError(f"zstd dictionary {dictionary:08x} is not registered")
     return codecs[0]
@@ -251,10 +268,12 @@ def is_packed(data: bytes) -> bool:
     return data[:4] == ZSTD_MAGIC
 
 
-def unpack(object_id: ObjectId, data: bytes) -> bytes:
+def unpack(object_id: ObjectId, data: bytes, scope: Scope = "") -> bytes:
     """Return the canonical bytes of stored ``data`` (``CorruptObject`` for a bad frame).
 
-    The hash is not checked here: callers check the result against ``object_id``.
+    A frame that names a dictionary is read with the one registered under that id in
+    ``scope`` (:class:`MissingDictionary` if none). The hash is not checked here: callers
+    check the result against ``object_id``.
     """
     if data[:4] != ZSTD_MAGIC:
         return data
@@ -276,7 +295,9 @@ def unpack(object_id: ObjectId, data: bytes) -> bytes:
     codecs = _codecs
     dict_id = params.dict_id
     if dict_id:
-        found = codecs.with_dictionary.get(dict_id) or codecs.for_dictionary(dict_id)
+        found = codecs.with_dictionary.get((scope, dict_id)) or codecs.for_dictionary(
+            dict_id, scope
+        )
         if found is None:
             raise MissingDictionary(object_id, dict_id)
         decompressor = found[1]
@@ -298,11 +319,11 @@ _SIZE_NOT_DECLARED = 2**64 - 2
 """zstd's "unknown" (2**64 - 1) and "error" (2**64 - 2) content sizes, as unsigned numbers."""
 
 
-def content_id(data: bytes) -> ObjectId:
+def content_id(data: bytes, scope: Scope = "") -> ObjectId:
     """Return the id of stored bytes: the hash of their canonical (uncompressed) form."""
     if data[:4] != ZSTD_MAGIC:
         return hash_bytes(data)
-    return hash_bytes(unpack(b"\0" * 32, data))
+    return hash_bytes(unpack(b"\0" * 32, data, scope))
 
 
 __all__ = [
@@ -313,6 +334,7 @@ __all__ = [
     "ZSTD_MAGIC",
     "DictionaryConflict",
     "MissingDictionary",
+    "Scope",
     "content_id",
     "dict_id_of",
     "frame_dictionary",

@@ -36,7 +36,7 @@ import msgpack
 from .errors import CorruptObject, StateVCSError
 from .hashing import ID_SIZE, ObjectId, from_hex, to_hex
 from .objectdb import ObjectDB, decode_stored
-from .objects import Blob, CommitObject, decode, encode_with_id
+from .objects import Blob, CommitObject, encode_with_id
 from .stores.base import Store
 
 NAMESPACES: tuple[str, ...] = ("langgraph",)
@@ -394,7 +394,7 @@ def index_objects(store: Store) -> set[ObjectId]:
             continue
         for segment_id, data in raw.items():
             try:
-                obj = decode(segment_id, data)
+                obj = decode_stored(store, segment_id, data)  # compressed with its dictionary
             except CorruptObject:
                 continue
             segment = parse_segment(obj.data) if isinstance(obj, Blob) else None

@@ -76,7 +76,7 @@ _COMMIT_MIN_SIZE = 64
 """Commits from this size on are compressed (with the dictionary, a 126-byte commit of a chat
 turn takes 99 bytes; anything smaller is mostly its two hashes)."""
 _ID_TRIES = 16
-"""Ids a commit dictionary is trained with, at most, to find one no other dictionary holds."""
+"""Ids a dictionary is trained with, at most, to find one no other dictionary holds."""
 _COMMIT_PREFIX = b"\x97\xa6commit"
 """How every plain commit's bytes begin: ``["commit", ...]``, an array of seven."""
 UPGRADE_MAP_KEY = "core.upgrade-map"
@@ -102,7 +102,7 @@ def load_dictionary(store: Store, dict_id: int) -> None:
     if not isinstance(obj, ZstdDictionary):
         raise CorruptObject(found, f"expected a zstd dictionary, found {kind_of(obj)}")
     try:
-        registered = register_dictionary(obj.data)
+        registered = register_dictionary(obj.data, store.identity)
     except ValueError as exc:
         raise CorruptObject(found, str(exc)) from None
     if registered != dict_id:
@@ -111,11 +111,14 @@ def load_dictionary(store: Store, dict_id: int) -> None:
 
 def unpack_stored(store: Store, object_id: ObjectId, data: bytes) -> bytes:
     """The plain bytes of an object read from ``store`` (loading its dictionary if needed)."""
+    if data[:4] != ZSTD_MAGIC:
+        return data
+    scope = store.identity  # the repository's dictionaries, never another's with the same id
     try:
-        return unpack(object_id, data)
+        return unpack(object_id, data, scope)
     except MissingDictionary as exc:
         load_dictionary(store, exc.dict_id)
-        return unpack(object_id, data)
+        return unpack(object_id, data, scope)
 
 
 def decode_stored(store: Store, object_id: ObjectId, data: bytes) -> StoredObject:
@@ -587,7 +590,7 @@ class ObjectDB:
         dictionary = self._dictionary
         if not dictionary:  # none looked up yet (None), or none trained yet (0)
             dictionary = self._write_dictionary() or self._sample(fresh)
-        return pack_many(fresh, dictionary)
+        return pack_many(fresh, dictionary, scope=self.store.identity)
 
     def _write_dictionary(self) -> int:
         """The dictionary this repository compresses with (0: none trained yet)."""
@@ -606,7 +609,7 @@ class ObjectDB:
                 to_hex(object_id), f"expected a zstd dictionary, found {kind_of(obj)}"
             )
         try:
-            return register_dictionary(obj.data)
+            return register_dictionary(obj.data, self.store.identity)
         except ValueError as exc:
             raise CorruptObject(to_hex(object_id), str(exc)) from None
 
@@ -632,17 +635,17 @@ class ObjectDB:
         readable, and both then use the one named first. 0 when zstd finds too little to learn.
         """
         trained = train_dictionary(samples, size, for_commits=for_commits)
-        for salt in range(1, _ID_TRIES if for_commits else 1):
-            # Ids are drawn from a hash of the samples: one that another repository's
-            # dictionary (in this process) or another handle's (in this one) has is not taken.
+        for salt in range(1, _ID_TRIES):
+            # Ids are drawn from a hash of the samples: one another dictionary of this
+            # repository holds (another handle trained it) is not taken.
             if trained is None or not self._id_taken(trained):
                 break
-            trained = train_dictionary(samples, size, for_commits=True, salt=salt)
+            trained = train_dictionary(samples, size, for_commits=for_commits, salt=salt)
         if trained is None:
             return 0
         dictionary_id, encoded = encode_with_id(ZstdDictionary(trained))
         self.store.put_many({dictionary_id: encoded})
-        dict_id = register_dictionary(trained)
+        dict_id = register_dictionary(trained, self.store.identity)
         self.store.config_set(f"{DICTIONARY_PREFIX}{dict_id:08x}", to_hex(dictionary_id))
         found = self.store.config_get(key)
         if found:  # another handle trained one first: use theirs, keep ours readable
@@ -651,9 +654,11 @@ class ObjectDB:
         return dict_id
 
     def _id_taken(self, trained: bytes) -> bool:
-        """Whether another dictionary holds ``trained``'s id, in this process or repository."""
+        """Whether another dictionary of this repository holds ``trained``'s id (registered
+        here, or named in its config)."""
         dict_id = dict_id_of(trained)
-        if has_dictionary(dict_id) and not has_dictionary(dict_id, trained):
+        scope = self.store.identity
+        if has_dictionary(dict_id, scope=scope) and not has_dictionary(dict_id, trained, scope):
             return True
         named = self.store.config_get(f"{DICTIONARY_PREFIX}{dict_id:08x}")
         return named is not None and named != to_hex(encode_with_id(ZstdDictionary(trained))[0])
@@ -685,7 +690,10 @@ class ObjectDB:
             dictionary = self._commit_dictionary = -1
         if dictionary <= 0:
             return objects
-        return {**objects, **pack_many(commits, dictionary, min_size=_COMMIT_MIN_SIZE)}
+        packed = pack_many(
+            commits, dictionary, min_size=_COMMIT_MIN_SIZE, scope=self.store.identity
+        )
+        return {**objects, **packed}
 
     def _sample_commits(self, commits: Mapping[ObjectId, bytes]) -> int:
         """Collect new commits; once there are enough, train the commit dictionary."""

@@ -18,7 +18,6 @@ from test_upgrade import unpack_fixture
 
 from statevcs import Repo, Snapshot, compression, objectdb
 from statevcs.compression import ZSTD_MAGIC, frame_dictionary
-from statevcs.errors import CorruptObject
 from statevcs.hashing import ObjectId, from_hex
 from statevcs.objectdb import COMMIT_DICTIONARY_KEY
 from statevcs.plumbing import ObjectDatabase
@@ -116,32 +115,39 @@ def _write_colliding(path: str, answers: Any) -> None:
         answers.send(_plumbing_commits(repo.objects, _COLLIDING_SALT, 100))
 
 
-def test_writing_to_a_repository_whose_dictionary_id_another_repository_holds_here(
+def test_a_repository_whose_dictionary_id_another_open_repository_holds_here(
     tmp_path: Path, pinned_ids: None
 ) -> None:
-    """The collision the other way round: the second repository trained elsewhere. Writing to
-    it here keeps its commits plain (readable everywhere); reading its compressed ones here is
-    refused as a documented error, not guessed with the other repository's dictionary."""
+    """The collision the other way round: the second repository trained elsewhere, and both
+    are open here at once. Each is read and written with its own dictionary: a process keeps
+    dictionaries per repository (``Store.identity``), as frames name them by id alone. (The
+    first fix refused the second repository's dictionary in such a process instead.)"""
     with Repo.init(tmp_path / "a") as first:
-        last = _plumbing_commits(first.objects, 0, 100)[-1]
-        held = frame_dictionary(first.store.get_many([last])[last])
-    path = str(tmp_path / "b")
-    ids = _in_child(_write_colliding, path)
-    with Repo.open(path) as second:
-        stored = second.store.get_many(ids)
-        assert frame_dictionary(stored[ids[-1]]) == held  # the same id, another dictionary
-        snapshot = second.objects.load_commit(ids[0]).snapshot
-        built = [
-            second.objects.build_commit(
-                snapshot, [ids[-1]], message=f"more {turn}", author="a", timestamp=_T0
-            )
-            for turn in range(5)
-        ]
-        second.objects.put(dict(built))
-        more = [commit_id for commit_id, _ in built]
-        assert all(d[:4] != ZSTD_MAGIC for d in second.store.get_many(more).values())
-        with pytest.raises(CorruptObject):  # read with the other repository's dictionary
-            second.objects.load_commit(ids[-1])
+        first_ids = _plumbing_commits(first.objects, 0, 100)
+        held = frame_dictionary(first.store.get_many([first_ids[-1]])[first_ids[-1]])
+        path = str(tmp_path / "b")
+        ids = _in_child(_write_colliding, path)
+        with Repo.open(path) as second:
+            stored = second.store.get_many(ids)
+            assert frame_dictionary(stored[ids[-1]]) == held  # the same id, another dictionary
+            assert stored[ids[-1]][:4] == ZSTD_MAGIC
+            snapshot = second.objects.load_commit(ids[0]).snapshot
+            built = [
+                second.objects.build_commit(
+                    snapshot, [ids[-1]], message=f"more {turn}", author="a", timestamp=_T0
+                )
+                for turn in range(5)
+            ]
+            second.objects.put(dict(built))
+            more = [commit_id for commit_id, _ in built]
+            written = second.store.get_many(more).values()
+            assert all(frame_dictionary(d) == held for d in written)  # its own, same id
+            # Reads of both repositories, interleaved, each with its own dictionary.
+            for turn in (0, 50, 99):
+                assert second.objects.load_commit(ids[turn]).message == f"loop step {turn}"
+                assert first.objects.load_commit(first_ids[turn]).message == f"loop step {turn}"
+            assert second.fsck().ok
+            assert first.fsck().ok
     messages = _in_child(_read_commits, path, ids + more)
     assert messages == [f"loop step {t}" for t in range(100)] + [f"more {t}" for t in range(5)]
 

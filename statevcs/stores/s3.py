@@ -700,10 +700,11 @@ def _recent_writes(data: Mapping[str, Any]) -> list[list[Any]]:
     ]
 
 
-def _matches(object_id: ObjectId, data: bytes) -> bool:
-    """Whether stored bytes (plain or compressed) are the object ``object_id`` names."""
+def _matches(object_id: ObjectId, data: bytes, scope: str) -> bool:
+    """Whether stored bytes (plain or compressed) are the object ``object_id`` names (a frame
+    naming a dictionary is read with the one of repository ``scope``)."""
     try:
-        return content_id(data) == object_id
+        return content_id(data, scope) == object_id
     except StateVCSError:
         return False
 
@@ -1356,7 +1357,11 @@ class S3Store(Store):
         if cache is not None and missing:
             # Only bytes that match their id: a tampered object must not outlive its repair.
             cache.put(
-                {b"o" + k: v for k, v in fetched.items() if k not in unproven and _matches(k, v)},
+                {
+                    b"o" + k: v
+                    for k, v in fetched.items()
+                    if k not in unproven and _matches(k, v, self.identity)
+                },
                 seen=tag,
             )
             cache.mark_seen((b"o" + i for i in unproven if i in fetched), tag)
@@ -1385,7 +1390,9 @@ class S3Store(Store):
         def create(item: tuple[ObjectId, bytes]) -> bool:
             object_id, data = item[0], bytes(item[1])
             return self._client.create(
-                self._object_key(object_id), data, ours=lambda: _matches(object_id, data)
+                self._object_key(object_id),
+                data,
+                ours=lambda: _matches(object_id, data, self.identity),
             )
 
         tag, _ = self._seen_generations()
@@ -1398,7 +1405,7 @@ class S3Store(Store):
                 {
                     b"o" + k: bytes(v)
                     for (k, v), new in zip(items, created)
-                    if new and _matches(k, bytes(v))
+                    if new and _matches(k, bytes(v), self.identity)
                 },
                 seen=tag,
             )

@@ -478,7 +478,7 @@ class SQLiteStore(Store):
                     object_id,
                     data,
                     now,
-                    _parents_value(object_id, data, db, objects)
+                    _parents_value(object_id, data, db, objects, self.identity)
                     if isinstance(data, bytes)
                     and (
                         data.startswith(prefix)
@@ -825,6 +825,7 @@ def _parents_value(
     data: object,
     db: sqlite3.Connection | None = None,
     batch: Mapping[ObjectId, bytes] | None = None,
+    scope: str = "",
 ) -> bytes | None:
     """The first two parents named by a commit's bytes, end to end; None for other objects.
 
@@ -838,11 +839,11 @@ def _parents_value(
     if data[:4] == ZSTD_MAGIC:
         try:
             try:
-                data = unpack(object_id, data)
+                data = unpack(object_id, data, scope)
             except MissingDictionary as missing:
-                if db is None or not _register_from(db, batch or {}, missing.dict_id):
+                if db is None or not _register_from(db, batch or {}, missing.dict_id, scope):
                     return None
-                data = unpack(object_id, data)
+                data = unpack(object_id, data, scope)
         except StateVCSError:
             return None
     if not data.startswith(_COMMIT_PREFIX):
@@ -856,7 +857,9 @@ def _parents_value(
     return b"".join(obj.parents[:2])
 
 
-def _register_from(db: sqlite3.Connection, batch: Mapping[ObjectId, bytes], dict_id: int) -> bool:
+def _register_from(
+    db: sqlite3.Connection, batch: Mapping[ObjectId, bytes], dict_id: int, scope: str
+) -> bool:
     """Register dictionary ``dict_id`` from this database (or ``batch``); whether it was found."""
     row = db.execute(
         "SELECT value FROM config WHERE key = ?", (f"{DICTIONARY_PREFIX}{dict_id:08x}",)
@@ -873,7 +876,7 @@ def _register_from(db: sqlite3.Connection, batch: Mapping[ObjectId, bytes], dict
         data = found[0] if found is not None else None
     try:
         obj = decode(dictionary_id, data) if isinstance(data, bytes) else None
-        return isinstance(obj, ZstdDictionary) and register_dictionary(obj.data) == dict_id
+        return isinstance(obj, ZstdDictionary) and register_dictionary(obj.data, scope) == dict_id
     except (StateVCSError, ValueError):
         return False
 
