@@ -72,9 +72,11 @@ COMMIT_TRAIN_AFTER = 32 * 1024
 """Bytes of new commits a handle collects before it trains the repository's commit dictionary
 (about 50 LangGraph checkpoints; a dictionary trained on 50 of them compresses the next ones as
 well as one trained on 200)."""
-_COMMIT_MIN_SIZE = 64
-"""Commits from this size on are compressed (with the dictionary, a 126-byte commit of a chat
-turn takes 99 bytes; anything smaller is mostly its two hashes)."""
+_COMMIT_MIN_SIZE = 160
+"""Commits from this size on are sampled and compressed. A chat turn's commit (~126 bytes, two
+hashes and little else) would take 99 with the dictionary, but compressing it cost ~8 % of a
+100-message commit's CPU (`benchmarks/bench_commit_ab.py`): a repository whose commits are
+all smaller trains no commit dictionary. A framework's commits carry more metadata."""
 _ID_TRIES = 16
 """Ids a dictionary is trained with, at most, to find one no other dictionary holds."""
 _COMMIT_PREFIX = b"\x97\xa6commit"
@@ -698,8 +700,9 @@ class ObjectDB:
     def _sample_commits(self, commits: Mapping[ObjectId, bytes]) -> int:
         """Collect new commits; once there are enough, train the commit dictionary."""
         for data in commits.values():
-            self._commit_samples.append(data)
-            self._commit_sampled += len(data)
+            if len(data) >= _COMMIT_MIN_SIZE:  # only what it would compress
+                self._commit_samples.append(data)
+                self._commit_sampled += len(data)
         if self._commit_sampled < self._commit_train_after:
             return 0
         samples, self._commit_samples, self._commit_sampled = self._commit_samples, [], 0

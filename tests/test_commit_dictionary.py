@@ -300,3 +300,18 @@ def test_a_damaged_commit_frame_is_stored_unindexed_and_read_as_corrupt(tmp_path
     row = db.execute("SELECT parents FROM objects WHERE id = ?", (from_hex(ids[-1]),)).fetchone()
     db.close()
     assert row == (None,)
+
+
+def test_small_commits_stay_plain_and_train_no_dictionary(tmp_path: Path) -> None:
+    """A chat turn's commit (~126 bytes) is not worth compressing: none is sampled."""
+    with Repo.init(tmp_path / "repo") as repo:
+        state: dict[str, Any] = {"messages": [], "turn": 0}
+        ids = []
+        for turn in range(400):  # ~50 KB of commits, past the training threshold
+            state["messages"].append({"role": "user", "content": f"q{turn}"})
+            state["turn"] = turn
+            ids.append(repo.commit(state, message=f"turn {turn}").id)
+        stored = [_stored(repo, i) for i in ids]
+        assert max(map(len, stored)) < 160
+        assert all(d[:4] != ZSTD_MAGIC for d in stored)
+        assert repo.store.config_get(COMMIT_DICTIONARY_KEY) is None

@@ -134,7 +134,12 @@ def test_a_repository_whose_dictionary_id_another_open_repository_holds_here(
             snapshot = second.objects.load_commit(ids[0]).snapshot
             built = [
                 second.objects.build_commit(
-                    snapshot, [ids[-1]], message=f"more {turn}", author="a", timestamp=_T0
+                    snapshot,
+                    [ids[-1]],
+                    message=f"more {turn}",
+                    author="a",
+                    timestamp=_T0,
+                    metadata={"pad": "x" * 300},  # large enough to be compressed
                 )
                 for turn in range(5)
             ]
