@@ -9,19 +9,26 @@ dictionary, against real stores.
 from __future__ import annotations
 
 import multiprocessing
+import sqlite3
+import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_upgrade import unpack_fixture
 
 from statevcs import Repo, Snapshot, objectdb
 from statevcs.compression import ZSTD_MAGIC, frame_dictionary
-from statevcs.errors import CorruptObject
-from statevcs.hashing import ObjectId, from_hex
+from statevcs.errors import CorruptObject, MissingObject, StateVCSError
+from statevcs.hashing import ObjectId, from_hex, to_hex
 from statevcs.objectdb import COMMIT_DICTIONARY_KEY
+from statevcs.objects import Blob, ZstdDictionary, encode_with_id
 from statevcs.plumbing import ObjectDatabase
+from statevcs.serializers import JSONSerializer
+from statevcs.stores.sqlite import DB_FILENAME, SQLiteStore
 
 _T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -254,3 +261,84 @@ def test_s3_without_a_cache_reads_compressed_commits_in_a_new_process(s3_url: st
     assert logged == expected
     assert turn == 196
     assert ok
+
+
+# --- hostile config and bytes: documented errors, nothing written --------------------------
+
+
+def _untrained(path: Path) -> tuple[Repo, dict[str, Any]]:
+    repo = Repo.init(path)
+    agent: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}]}
+    repo.commit(agent, "first", metadata=_metadata(0))
+    return repo, agent
+
+
+def _contents(path: Path) -> tuple[Any, ...]:
+    db = sqlite3.connect(path / DB_FILENAME)
+    try:
+        return tuple(
+            sorted(db.execute(f"SELECT * FROM {table}").fetchall()) for table in ("objects", "refs")
+        )
+    finally:
+        db.close()
+
+
+def _hostile_names(repo: Repo) -> dict[str, str]:
+    """Config values naming things that are no commit dictionary."""
+    blob_id, blob = encode_with_id(Blob(b"not a dictionary" * 300))
+    damaged_id, damaged = encode_with_id(ZstdDictionary(b"\x37\xa4\x30\xec" + b"\0" * 2000))
+    repo.store.put_many({blob_id: blob, damaged_id: damaged})
+    return {
+        "missing": "ab" * 32,
+        "a blob": to_hex(blob_id),
+        "a damaged dictionary": to_hex(damaged_id),
+        "not hex": "zz",
+    }
+
+
+@pytest.mark.parametrize("which", ["missing", "a blob", "a damaged dictionary", "not hex"])
+def test_a_commit_dictionary_key_naming_no_dictionary_refuses_commits_and_writes_nothing(
+    tmp_path: Path, which: str
+) -> None:
+    path = tmp_path / "repo"
+    first, agent = _untrained(path)
+    with first:
+        first.store.config_set(COMMIT_DICTIONARY_KEY, _hostile_names(first)[which])
+    before = _contents(path)
+    repo = Repo.open(path)  # a handle that looks the key up
+    try:
+        agent["messages"].append({"role": "user", "content": "again"})
+        with pytest.raises(StateVCSError) as refused:
+            repo.commit(agent, "second", metadata=_metadata(1))
+        assert isinstance(refused.value, CorruptObject | MissingObject), refused.value
+        assert _contents(path) == before
+        assert not repo.fsck().ok  # named as a problem, not raised
+        if which == "not hex":  # gc cannot know what the key keeps alive
+            with pytest.raises(CorruptObject, match="restore the repository's config"):
+                repo.gc(grace=timedelta(0))
+        assert _contents(path) == before
+        assert [c.message for c in repo.log()] == ["first"]
+    finally:
+        repo.close()
+
+
+_FRAME_WITH_COMMIT_DICTIONARY = bytes.fromhex("28b52ffd23") + (0x5C0D1234).to_bytes(4, "little")
+"""A zstd frame header naming a (tagged) commit dictionary this repository never had."""
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tail=st.binary(max_size=300), object_id=st.binary(min_size=32, max_size=32))
+def test_hostile_frames_naming_a_commit_dictionary_are_stored_and_read_as_corrupt(
+    tail: bytes, object_id: bytes
+) -> None:
+    data = _FRAME_WITH_COMMIT_DICTIONARY + tail
+    with tempfile.TemporaryDirectory() as folder:
+        store = SQLiteStore(Path(folder) / DB_FILENAME)
+        try:
+            store.put_many({object_id: data})
+            assert store.get_many([object_id]) == {object_id: data}
+            db = ObjectDatabase(store, JSONSerializer())
+            with pytest.raises(CorruptObject):
+                db.load(object_id)
+        finally:
+            store.close()
