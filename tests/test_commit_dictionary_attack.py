@@ -342,3 +342,76 @@ def test_hostile_frames_naming_a_commit_dictionary_are_stored_and_read_as_corrup
                 db.load(object_id)
         finally:
             store.close()
+
+
+# --- two writers training at once, and gc beside them ------------------------------------
+
+
+def _writer(path: str, branch: str, start: Any, answers: Any) -> None:
+    """Wait for the start, then write 150 commits on ``branch`` (it trains a dictionary)."""
+    with Repo.open(path) as repo:
+        start.wait(60)
+        state: dict[str, Any] = {"messages": [], "turn": 0}
+        ids = []
+        for turn in range(150):
+            state["messages"].append({"role": "user", "content": f"{branch} {turn}"})
+            state["turn"] = turn
+            commit = repo.commit(state, f"{branch} {turn}", metadata=_metadata(turn), branch=branch)
+            ids.append(commit.id)
+        answers.send(ids)
+
+
+def _collector(path: str, start: Any, stop: Any, answers: Any) -> None:
+    """Collect garbage with no grace, over and over, until told to stop."""
+    with Repo.open(path) as repo:
+        start.wait(60)
+        rounds = 0
+        while not stop.is_set() and rounds < 200:
+            repo.gc(grace=timedelta(0))
+            rounds += 1
+        answers.send(rounds)
+
+
+def test_two_processes_training_at_once_beside_gc_leave_every_commit_readable(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "repo"
+    with Repo.init(path) as repo:
+        repo.commit({"turn": -1}, "root")
+    context = multiprocessing.get_context("spawn")
+    start, stop = context.Event(), context.Event()
+    pipes = [context.Pipe(duplex=False) for _ in range(3)]
+    children = [
+        context.Process(target=_writer, args=(str(path), "one", start, pipes[0][1])),
+        context.Process(target=_writer, args=(str(path), "two", start, pipes[1][1])),
+        context.Process(target=_collector, args=(str(path), start, stop, pipes[2][1])),
+    ]
+    for child in children:
+        child.start()
+    try:
+        start.set()
+        written = []
+        for receiving, _ in pipes[:2]:
+            assert receiving.poll(300), "a writer ended without answering"
+            written.append(receiving.recv())
+        stop.set()
+        assert pipes[2][0].poll(300), "the collector ended without answering"
+        assert pipes[2][0].recv() >= 1
+    finally:
+        for child in children:
+            child.join(60)
+    for branch, ids in zip(("one", "two"), written, strict=True):
+        log, _shows, _base, ok, problems = _in_child(_branch_log, str(path), branch)
+        assert ok, problems
+        assert [i for i, *_ in log][:150] == ids[::-1]
+        assert [m for _i, m, *_ in log][:150] == [f"{branch} {t}" for t in range(149, -1, -1)]
+    with Repo.open(path) as repo:
+        stored = repo.store.get_many([from_hex(i) for ids in written for i in ids])
+        assert sum(d[:4] == ZSTD_MAGIC for d in stored.values()) > 50
+
+
+def _branch_log(path: str, branch: str, answers: Any) -> None:
+    with Repo.open(path) as repo:
+        log = [(c.id, c.message, c.metadata) for c in repo.log(branch)]
+        report = repo.fsck()
+        answers.send((log, None, None, report.ok, [str(p) for p in report.problems]))
