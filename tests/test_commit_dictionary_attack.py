@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+import subprocess
+import sys
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dulwich.repo import Repo as GitRepo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_upgrade import unpack_fixture
@@ -415,3 +418,41 @@ def _branch_log(path: str, branch: str, answers: Any) -> None:
         log = [(c.id, c.message, c.metadata) for c in repo.log(branch)]
         report = repo.fsck()
         answers.send((log, None, None, report.ok, [str(p) for p in report.problems]))
+
+
+# --- the git mirror: export, import into a new repository, export again ------------------
+
+
+def _cli(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "statevcs", "-P", "--color", "never", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_git_mirror_round_trip_of_compressed_commits_is_exact(tmp_path: Path) -> None:
+    source, copy = tmp_path / "source", tmp_path / "copy"
+    with Repo.init(source) as repo:
+        _workload(repo)
+        assert repo.store.config_get(COMMIT_DICTIONARY_KEY) is not None
+    _cli("-C", str(source), "export-git", str(tmp_path / "one.git"))
+    _cli("init", str(copy))
+    _cli("-C", str(copy), "import-git", str(tmp_path / "one.git"))
+    _cli("-C", str(copy), "export-git", str(tmp_path / "two.git"))
+    one, two = GitRepo(str(tmp_path / "one.git")), GitRepo(str(tmp_path / "two.git"))
+    try:
+        heads = {n: v for n, v in one.get_refs().items() if n.startswith(b"refs/heads/")}
+        assert heads and heads == {
+            n: v for n, v in two.get_refs().items() if n.startswith(b"refs/heads/")
+        }
+    finally:
+        one.close()
+        two.close()
+    assert _in_child(_everything, str(source))[:3] == _in_child(_everything, str(copy))[:3]
+    with Repo.open(copy) as repo:
+        assert repo.store.config_get(COMMIT_DICTIONARY_KEY) is not None  # the copy trained too
