@@ -456,3 +456,41 @@ def test_a_git_mirror_round_trip_of_compressed_commits_is_exact(tmp_path: Path) 
     assert _in_child(_everything, str(source))[:3] == _in_child(_everything, str(copy))[:3]
     with Repo.open(copy) as repo:
         assert repo.store.config_get(COMMIT_DICTIONARY_KEY) is not None  # the copy trained too
+
+
+# --- the history browser and the MCP queries, served by a new process ----------------------
+
+
+def _served(path: str, answers: Any) -> None:
+    """What the history browser's API and the MCP tools answer about every commit."""
+    from starlette.testclient import TestClient
+
+    from statevcs.cli.web.api import HistoryBrowser
+    from statevcs.cli.web.app import build_app
+    from statevcs.mcpserver import queries
+
+    with Repo.open(path) as repo:
+        client = TestClient(build_app(HistoryBrowser(repo)), base_url="http://127.0.0.1")
+        graph = client.get("/api/graph", params={"limit": 200}).json()
+        ids = [c.id for c in repo.log("main")]
+        pages = [client.get("/api/commit", params={"rev": i}).json() for i in ids[::10]]
+        logged = queries.log(repo, "main", limit=200)
+        shown = [queries.show(repo, i) for i in ids[::10]]
+        answers.send((graph, pages, logged, shown))
+
+
+def test_the_history_browser_and_mcp_answer_the_same_from_a_new_process(tmp_path: Path) -> None:
+    path = tmp_path / "repo"
+    with Repo.init(path) as repo:
+        _workload(repo)
+        assert repo.store.config_get(COMMIT_DICTIONARY_KEY) is not None
+    fresh = _in_child(_served, str(path))
+    again = _in_child(_served, str(path))  # the graph now written: answered from it
+    assert fresh == again
+    graph, pages, logged, shown = fresh
+    assert len(logged["commits"]) == 150
+    assert [c["message"] for c in logged["commits"]] == [f"step {t}" for t in range(149, -1, -1)]
+    assert all("error" not in p for p in pages) and all("error" not in s for s in shown)
+    assert "error" not in graph
+    drawn = repr(graph)
+    assert all(c["id"][:12] in drawn for c in logged["commits"])
