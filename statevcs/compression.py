@@ -208,6 +208,17 @@ def is_commit_dictionary(dict_id: int) -> bool:
     return dict_id in COMMIT_DICTIONARY_IDS
 
 
+def declared_size(data: bytes) -> int:
+    """The plain size a stored object's frame declares (-1: not a frame, or none declared)."""
+    if data[:4] != ZSTD_MAGIC:
+        return -1
+    try:
+        size = int(zstandard.get_frame_parameters(data).content_size)
+    except zstandard.ZstdError:
+        return -1
+    return size if size < _SIZE_NOT_DECLARED else -1
+
+
 def frame_dictionary(data: bytes) -> int:
     """The dictionary id a stored object's frame names (0: none, or not a frame)."""
     if data[:4] != ZSTD_MAGIC:
@@ -336,6 +347,7 @@ __all__ = [
     "MissingDictionary",
     "Scope",
     "content_id",
+    "declared_size",
     "dict_id_of",
     "frame_dictionary",
     "has_dictionary",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from .commitgraph import AUTO_WRITE_AFTER, chain_objects, check_graph, write_graph
+from .compression import register_dictionary
 from .errors import CorruptObject, MissingObject, RefsChanged, StateVCSError, StoreError
 from .hashing import ObjectId, from_hex, to_hex
 from .objectdb import (
@@ -16,6 +17,7 @@ from .objectdb import (
     UPGRADE_MAP_KEY,
     ObjectDB,
     decode_stored,
+    named_object,
 )
 from .objects import (
     DOC_PREFIX,
@@ -24,8 +26,10 @@ from .objects import (
     CommitObject,
     Inline,
     ListNode,
+    ZstdDictionary,
     children,
     encode_doc,
+    kind_of,
     leaf_problems,
 )
 from .refs import BRANCH_PREFIX, HEAD, short_name
@@ -118,7 +122,7 @@ def reachability_roots(store: Store) -> set[ObjectId]:
     for key in (DICTIONARY_KEY, COMMIT_DICTIONARY_KEY):
         dictionary = store.config_get(key)
         if dictionary:  # compressed objects name it
-            roots.add(from_hex(dictionary))
+            roots.add(named_object(dictionary, key))
     return roots
 
 
@@ -333,6 +337,7 @@ def check_repository(store: Store, db: ObjectDB) -> FsckReport:
                 decode_stored(store, object_id, data)
             except CorruptObject as exc:
                 problems.append(str(exc))
+    problems.extend(_dictionary_problems(store))
     reachable: set[ObjectId] = set()
     try:
         if store.get_symbolic(HEAD) is None and store.get_ref(HEAD) is None:
@@ -379,6 +384,28 @@ def _unstored(store: Store, unlisted: set[ObjectId]) -> list[str]:
         f"missing object {to_hex(i)} (reachable, but not in the store; restore it from a backup)"
         for i in sorted(unlisted - present)
     ]
+
+
+def _dictionary_problems(store: Store) -> list[str]:
+    """The config keys naming the dictionaries writers compress with that name none (a writer
+    refuses to write then); a missing one is named with the missing reachable objects."""
+    problems = []
+    for key in (DICTIONARY_KEY, COMMIT_DICTIONARY_KEY):
+        found = store.config_get(key)
+        try:
+            object_id = named_object(found, key) if found else None
+            data = None if object_id is None else store.get_many([object_id]).get(object_id)
+            obj = None if data is None else decode_stored(store, object_id or b"", data)
+            if obj is not None and not isinstance(obj, ZstdDictionary):
+                raise CorruptObject(str(found), f"expected a zstd dictionary, found {kind_of(obj)}")
+            if isinstance(obj, ZstdDictionary):
+                register_dictionary(obj.data)
+        except (CorruptObject, ValueError) as exc:
+            problems.append(
+                f"config key {key} names no usable dictionary ({exc}); writes are refused "
+                "until the config is restored from a backup"
+            )
+    return problems
 
 
 def measure_repository(store: Store, db: ObjectDB) -> StatsReport:

@@ -96,7 +96,7 @@ def load_dictionary(store: Store, dict_id: int) -> None:
             f"objects name zstd dictionary {dict_id:08x}, but the config has no {key}; "
             "restore the repository's config from a backup",
         )
-    object_id = from_hex(found)
+    object_id = named_object(found, key)
     data = store.get_many([object_id]).get(object_id)
     if data is None:
         raise MissingObject(found)
@@ -109,6 +109,18 @@ def load_dictionary(store: Store, dict_id: int) -> None:
         raise CorruptObject(found, str(exc)) from None
     if registered != dict_id:
         raise CorruptObject(found, f"it holds dictionary {registered:08x}, not {dict_id:08x}")
+
+
+def named_object(found: str, key: str) -> ObjectId:
+    """The object id config key ``key`` holds (``found``); ``CorruptObject`` if it holds none."""
+    try:
+        return from_hex(found)
+    except ValueError:
+        raise CorruptObject(
+            "(config)",
+            f"config key {key} holds {found[:80]!r}, not an object id; restore the repository's "
+            "config from a backup",
+        ) from None
 
 
 def unpack_stored(store: Store, object_id: ObjectId, data: bytes) -> bytes:
@@ -598,7 +610,9 @@ class ObjectDB:
         """The dictionary this repository compresses with (0: none trained yet)."""
         if self._dictionary is None:
             found = self.store.config_get(DICTIONARY_KEY)
-            self._dictionary = 0 if not found else self._register(from_hex(found))
+            self._dictionary = (
+                0 if not found else self._register(named_object(found, DICTIONARY_KEY))
+            )
         return self._dictionary
 
     def _register(self, object_id: ObjectId) -> int:
@@ -651,7 +665,7 @@ class ObjectDB:
         self.store.config_set(f"{DICTIONARY_PREFIX}{dict_id:08x}", to_hex(dictionary_id))
         found = self.store.config_get(key)
         if found:  # another handle trained one first: use theirs, keep ours readable
-            return self._register(from_hex(found))
+            return self._register(named_object(found, key))
         self.store.config_set(key, to_hex(dictionary_id))
         return dict_id
 
@@ -682,7 +696,7 @@ class ObjectDB:
             if dictionary is None:
                 found = self.store.config_get(COMMIT_DICTIONARY_KEY)
                 dictionary = self._commit_dictionary = (
-                    0 if not found else self._register(from_hex(found))
+                    0 if not found else self._register(named_object(found, COMMIT_DICTIONARY_KEY))
                 )
             if not dictionary:
                 dictionary = self._sample_commits(commits)

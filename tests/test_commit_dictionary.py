@@ -315,3 +315,29 @@ def test_small_commits_stay_plain_and_train_no_dictionary(tmp_path: Path) -> Non
         assert max(map(len, stored)) < 160
         assert all(d[:4] != ZSTD_MAGIC for d in stored)
         assert repo.store.config_get(COMMIT_DICTIONARY_KEY) is None
+
+
+def test_a_commit_frame_declaring_more_than_a_megabyte_is_stored_unindexed(
+    tmp_path: Path,
+) -> None:
+    """Expanding a frame only to index its parents is bounded (a hostile frame may declare
+    256 MiB): a larger commit is stored as given, without a parents entry, and reads back."""
+    from statevcs.compression import pack
+    from statevcs.hashing import hash_bytes
+
+    path = tmp_path / "repo"
+    with Repo.init(path) as repo:
+        ids = _fill(repo)
+        dict_id = frame_dictionary(_stored(repo, ids[-1]))
+        plain = msgpack.packb(
+            ["commit", b"\1" * 32, [from_hex(ids[-1])], "a", 0, "big", {"pad": "x" * (2 << 20)}]
+        )
+        framed = pack(plain, dict_id, scope=repo.store.identity)
+        assert framed[:4] == ZSTD_MAGIC and len(framed) < 100_000
+        big_id = hash_bytes(plain)
+        repo.store.put_many({big_id: framed})
+        assert repo.objects.load(big_id) is not None
+    db = sqlite3.connect(path / "statevcs.sqlite3")
+    row = db.execute("SELECT parents FROM objects WHERE id = ?", (big_id,)).fetchone()
+    db.close()
+    assert row == (None,)

@@ -9,18 +9,29 @@ dictionary, against real stores.
 from __future__ import annotations
 
 import multiprocessing
+import sqlite3
+import subprocess
+import sys
+import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dulwich.repo import Repo as GitRepo
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_upgrade import unpack_fixture
 
 from statevcs import Repo, Snapshot, compression, objectdb
 from statevcs.compression import ZSTD_MAGIC, frame_dictionary
-from statevcs.hashing import ObjectId, from_hex
+from statevcs.errors import CorruptObject, MissingObject, StateVCSError
+from statevcs.hashing import ObjectId, from_hex, to_hex
 from statevcs.objectdb import COMMIT_DICTIONARY_KEY
+from statevcs.objects import Blob, ZstdDictionary, encode_with_id
 from statevcs.plumbing import ObjectDatabase
+from statevcs.serializers import JSONSerializer
+from statevcs.stores.sqlite import DB_FILENAME, SQLiteStore
 
 _T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -274,3 +285,233 @@ def test_s3_without_a_cache_reads_compressed_commits_in_a_new_process(s3_url: st
     assert logged == expected
     assert turn == 196
     assert ok
+
+
+# --- hostile config and bytes: documented errors, nothing written --------------------------
+
+
+def _untrained(path: Path) -> tuple[Repo, dict[str, Any]]:
+    repo = Repo.init(path)
+    agent: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}]}
+    repo.commit(agent, "first", metadata=_metadata(0))
+    return repo, agent
+
+
+def _contents(path: Path) -> tuple[Any, ...]:
+    db = sqlite3.connect(path / DB_FILENAME)
+    try:
+        return tuple(
+            sorted(db.execute(f"SELECT * FROM {table}").fetchall()) for table in ("objects", "refs")
+        )
+    finally:
+        db.close()
+
+
+def _hostile_names(repo: Repo) -> dict[str, str]:
+    """Config values naming things that are no commit dictionary."""
+    blob_id, blob = encode_with_id(Blob(b"not a dictionary" * 300))
+    damaged_id, damaged = encode_with_id(ZstdDictionary(b"\x37\xa4\x30\xec" + b"\0" * 2000))
+    repo.store.put_many({blob_id: blob, damaged_id: damaged})
+    return {
+        "missing": "ab" * 32,
+        "a blob": to_hex(blob_id),
+        "a damaged dictionary": to_hex(damaged_id),
+        "not hex": "zz",
+    }
+
+
+@pytest.mark.parametrize("which", ["missing", "a blob", "a damaged dictionary", "not hex"])
+def test_a_commit_dictionary_key_naming_no_dictionary_refuses_commits_and_writes_nothing(
+    tmp_path: Path, which: str
+) -> None:
+    path = tmp_path / "repo"
+    first, agent = _untrained(path)
+    with first:
+        first.store.config_set(COMMIT_DICTIONARY_KEY, _hostile_names(first)[which])
+    before = _contents(path)
+    repo = Repo.open(path)  # a handle that looks the key up
+    try:
+        agent["messages"].append({"role": "user", "content": "again"})
+        with pytest.raises(StateVCSError) as refused:
+            repo.commit(agent, "second", metadata=_metadata(1))
+        assert isinstance(refused.value, CorruptObject | MissingObject), refused.value
+        assert _contents(path) == before
+        assert not repo.fsck().ok  # named as a problem, not raised
+        if which == "not hex":  # gc cannot know what the key keeps alive
+            with pytest.raises(CorruptObject, match="restore the repository's config"):
+                repo.gc(grace=timedelta(0))
+        assert _contents(path) == before
+        assert [c.message for c in repo.log()] == ["first"]
+    finally:
+        repo.close()
+
+
+_FRAME_WITH_COMMIT_DICTIONARY = bytes.fromhex("28b52ffd23") + (0x5000_1234).to_bytes(4, "little")
+"""A zstd frame header naming a commit dictionary (by its id range) this repository never had."""
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tail=st.binary(max_size=300), object_id=st.binary(min_size=32, max_size=32))
+def test_hostile_frames_naming_a_commit_dictionary_are_stored_and_read_as_corrupt(
+    tail: bytes, object_id: bytes
+) -> None:
+    data = _FRAME_WITH_COMMIT_DICTIONARY + tail
+    with tempfile.TemporaryDirectory() as folder:
+        store = SQLiteStore(Path(folder) / DB_FILENAME)
+        try:
+            store.put_many({object_id: data})
+            assert store.get_many([object_id]) == {object_id: data}
+            db = ObjectDatabase(store, JSONSerializer())
+            with pytest.raises(CorruptObject):
+                db.load(object_id)
+        finally:
+            store.close()
+
+
+# --- two writers training at once, and gc beside them ------------------------------------
+
+
+def _writer(path: str, branch: str, start: Any, answers: Any) -> None:
+    """Wait for the start, then write 150 commits on ``branch`` (it trains a dictionary)."""
+    with Repo.open(path) as repo:
+        start.wait(60)
+        state: dict[str, Any] = {"messages": [], "turn": 0}
+        ids = []
+        for turn in range(150):
+            state["messages"].append({"role": "user", "content": f"{branch} {turn}"})
+            state["turn"] = turn
+            commit = repo.commit(state, f"{branch} {turn}", metadata=_metadata(turn), branch=branch)
+            ids.append(commit.id)
+        answers.send(ids)
+
+
+def _collector(path: str, start: Any, stop: Any, answers: Any) -> None:
+    """Collect garbage with no grace, over and over, until told to stop."""
+    with Repo.open(path) as repo:
+        start.wait(60)
+        rounds = 0
+        while not stop.is_set() and rounds < 200:
+            repo.gc(grace=timedelta(0))
+            rounds += 1
+        answers.send(rounds)
+
+
+def test_two_processes_training_at_once_beside_gc_leave_every_commit_readable(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "repo"
+    with Repo.init(path) as repo:
+        repo.commit({"turn": -1}, "root")
+    context = multiprocessing.get_context("spawn")
+    start, stop = context.Event(), context.Event()
+    pipes = [context.Pipe(duplex=False) for _ in range(3)]
+    children = [
+        context.Process(target=_writer, args=(str(path), "one", start, pipes[0][1])),
+        context.Process(target=_writer, args=(str(path), "two", start, pipes[1][1])),
+        context.Process(target=_collector, args=(str(path), start, stop, pipes[2][1])),
+    ]
+    for child in children:
+        child.start()
+    try:
+        start.set()
+        written = []
+        for receiving, _ in pipes[:2]:
+            assert receiving.poll(300), "a writer ended without answering"
+            written.append(receiving.recv())
+        stop.set()
+        assert pipes[2][0].poll(300), "the collector ended without answering"
+        assert pipes[2][0].recv() >= 1
+    finally:
+        for child in children:
+            child.join(60)
+    for branch, ids in zip(("one", "two"), written, strict=True):
+        log, _shows, _base, ok, problems = _in_child(_branch_log, str(path), branch)
+        assert ok, problems
+        assert [i for i, *_ in log][:150] == ids[::-1]
+        assert [m for _i, m, *_ in log][:150] == [f"{branch} {t}" for t in range(149, -1, -1)]
+    with Repo.open(path) as repo:
+        stored = repo.store.get_many([from_hex(i) for ids in written for i in ids])
+        assert sum(d[:4] == ZSTD_MAGIC for d in stored.values()) > 50
+
+
+def _branch_log(path: str, branch: str, answers: Any) -> None:
+    with Repo.open(path) as repo:
+        log = [(c.id, c.message, c.metadata) for c in repo.log(branch)]
+        report = repo.fsck()
+        answers.send((log, None, None, report.ok, [str(p) for p in report.problems]))
+
+
+# --- the git mirror: export, import into a new repository, export again ------------------
+
+
+def _cli(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "statevcs", "-P", "--color", "never", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_git_mirror_round_trip_of_compressed_commits_is_exact(tmp_path: Path) -> None:
+    source, copy = tmp_path / "source", tmp_path / "copy"
+    with Repo.init(source) as repo:
+        _workload(repo)
+        assert repo.store.config_get(COMMIT_DICTIONARY_KEY) is not None
+    _cli("-C", str(source), "export-git", str(tmp_path / "one.git"))
+    _cli("init", str(copy))
+    _cli("-C", str(copy), "import-git", str(tmp_path / "one.git"))
+    _cli("-C", str(copy), "export-git", str(tmp_path / "two.git"))
+    one, two = GitRepo(str(tmp_path / "one.git")), GitRepo(str(tmp_path / "two.git"))
+    try:
+        heads = {n: v for n, v in one.get_refs().items() if n.startswith(b"refs/heads/")}
+        assert heads and heads == {
+            n: v for n, v in two.get_refs().items() if n.startswith(b"refs/heads/")
+        }
+    finally:
+        one.close()
+        two.close()
+    assert _in_child(_everything, str(source))[:3] == _in_child(_everything, str(copy))[:3]
+    with Repo.open(copy) as repo:
+        assert repo.store.config_get(COMMIT_DICTIONARY_KEY) is not None  # the copy trained too
+
+
+# --- the history browser and the MCP queries, served by a new process ----------------------
+
+
+def _served(path: str, answers: Any) -> None:
+    """What the history browser's API and the MCP tools answer about every commit."""
+    from starlette.testclient import TestClient
+
+    from statevcs.cli.web.api import HistoryBrowser
+    from statevcs.cli.web.app import build_app
+    from statevcs.mcpserver import queries
+
+    with Repo.open(path) as repo:
+        client = TestClient(build_app(HistoryBrowser(repo)), base_url="http://127.0.0.1")
+        graph = client.get("/api/graph", params={"limit": 200}).json()
+        ids = [c.id for c in repo.log("main")]
+        pages = [client.get("/api/commit", params={"rev": i}).json() for i in ids[::10]]
+        logged = queries.log(repo, "main", limit=200)
+        shown = [queries.show(repo, i) for i in ids[::10]]
+        answers.send((graph, pages, logged, shown))
+
+
+def test_the_history_browser_and_mcp_answer_the_same_from_a_new_process(tmp_path: Path) -> None:
+    path = tmp_path / "repo"
+    with Repo.init(path) as repo:
+        _workload(repo)
+        assert repo.store.config_get(COMMIT_DICTIONARY_KEY) is not None
+    fresh = _in_child(_served, str(path))
+    again = _in_child(_served, str(path))  # the graph now written: answered from it
+    assert fresh == again
+    graph, pages, logged, shown = fresh
+    assert len(logged["commits"]) == 150
+    assert [c["message"] for c in logged["commits"]] == [f"step {t}" for t in range(149, -1, -1)]
+    assert all("error" not in p for p in pages) and all("error" not in s for s in shown)
+    assert "error" not in graph
+    drawn = repr(graph)
+    assert all(c["id"][:12] in drawn for c in logged["commits"])

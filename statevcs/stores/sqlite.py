@@ -20,6 +20,7 @@ from ..compression import (
     DICTIONARY_PREFIX,
     ZSTD_MAGIC,
     MissingDictionary,
+    declared_size,
     frame_dictionary,
     is_commit_dictionary,
     register_dictionary,
@@ -837,6 +838,8 @@ def _parents_value(
     if not isinstance(object_id, bytes) or not isinstance(data, bytes):
         return None
     if data[:4] == ZSTD_MAGIC:
+        if not 0 <= declared_size(data) <= _LARGEST_INDEXED_COMMIT:
+            return None  # a commit is never this large: no need to expand it to find out
         try:
             try:
                 data = unpack(object_id, data, scope)
@@ -855,6 +858,11 @@ def _parents_value(
     if not isinstance(obj, CommitObject) or not obj.parents:
         return None
     return b"".join(obj.parents[:2])
+
+
+_LARGEST_INDEXED_COMMIT = 1024 * 1024
+"""Compressed commits larger than this (metadata of a megabyte) are stored unindexed: the
+index is a hint, and a hostile frame may declare up to 256 MiB."""
 
 
 def _register_from(
