@@ -19,31 +19,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-import msgpack
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when loaded by path
 import peers  # the W1 graph and its texts
+from bench_core import bytes_by_kind
 from langchain_core.messages import HumanMessage
 
 import statevcs
 from statevcs import objectdb
 from statevcs.integrations.langgraph import StateVCSSaver
-from statevcs.objectdb import unpack_stored
 
 Kinds = dict[str, tuple[int, int]]
-
-
-def bytes_by_kind(repo: statevcs.Repo) -> Kinds:
-    """``{object kind: (objects, stored bytes)}`` over every object of ``repo``."""
-    ids = [object_id for object_id, _size in repo.store.iter_objects()]
-    found: Kinds = {}
-    for start in range(0, len(ids), 500):
-        for object_id, data in repo.store.get_many(ids[start : start + 500]).items():
-            plain = unpack_stored(repo.store, object_id, data)
-            kind = str(msgpack.unpackb(plain, raw=False, strict_map_key=False)[0])
-            count, size = found.get(kind, (0, 0))
-            found[kind] = (count + 1, size + len(data))
-    return found
 
 
 def run_thread(folder: Path, turns: int, *, commit_dictionary: bool) -> tuple[Kinds, Kinds, int]:

@@ -399,7 +399,7 @@ def _dictionary_problems(store: Store) -> list[str]:
             if obj is not None and not isinstance(obj, ZstdDictionary):
                 raise CorruptObject(str(found), f"expected a zstd dictionary, found {kind_of(obj)}")
             if isinstance(obj, ZstdDictionary):
-                register_dictionary(obj.data)
+                register_dictionary(obj.data, store.identity)
         except (CorruptObject, ValueError) as exc:
             problems.append(
                 f"config key {key} names no usable dictionary ({exc}); writes are refused "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterable
@@ -107,3 +108,17 @@ def langgraph_checkpoint(cid: str, values: dict[str, Any], version: int = 1) -> 
         "versions_seen": {},
         "updated_channels": None,
     }
+
+
+def in_child(method: str, target: Callable[..., None], *args: Any) -> Any:
+    """Run ``target(*args, answers)`` in a new process (``fork`` or ``spawn``); return what it
+    sends on ``answers`` (fails when the process ends without sending)."""
+    context = multiprocessing.get_context(method)
+    receiving, sending = context.Pipe(duplex=False)
+    child = context.Process(target=target, args=(*args, sending))
+    child.start()
+    try:
+        assert receiving.poll(120), f"the child process ended (exit code {child.exitcode})"
+        return receiving.recv()
+    finally:
+        child.join(60)

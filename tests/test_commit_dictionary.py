@@ -12,7 +12,6 @@ gc root and its config keys cannot be set by hand.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 import msgpack
 import pytest
+from support import in_child
 
 import statevcs
 from statevcs import Repo
@@ -61,19 +61,6 @@ def _fill(repo: Repo, turns: int = TURNS, branch: str = "main") -> list[str]:
         commit = repo.commit(state, message=f"loop step {turn}", metadata=_metadata(turn))
         ids.append(commit.id)
     return ids
-
-
-def _in_child(method: str, target: Any, *args: Any) -> Any:
-    """Run ``target(*args, answers)`` in a new process; return what it sends (at least once)."""
-    context = multiprocessing.get_context(method)
-    receiving, sending = context.Pipe(duplex=False)
-    child = context.Process(target=target, args=(*args, sending))
-    child.start()
-    try:
-        assert receiving.poll(120), f"the child process ended (exit code {child.exitcode})"
-        return receiving.recv()
-    finally:
-        child.join(60)
 
 
 def _stored(repo: Repo, commit_id: str) -> bytes:
@@ -160,7 +147,7 @@ def test_a_new_process_walks_checks_and_reads_compressed_commits(
         expected_side = [c.id for c in repo.log("side")]
         expected_state: dict[str, Any] = {}
         repo.checkout(expected_state, "main~5")
-    logged, side, base, state, ok, problems = _in_child(method, _read_everything, str(path))
+    logged, side, base, state, ok, problems = in_child(method, _read_everything, str(path))
     assert logged == expected_log
     assert side == expected_side
     assert base == ids[100]
@@ -214,7 +201,7 @@ def test_a_process_without_the_dictionary_indexes_the_parents_of_a_compressed_co
     db.execute("DELETE FROM objects WHERE id = ?", (from_hex(ids[-1]),))
     db.commit()
     db.close()
-    parents = _in_child("spawn", _insert_foreign, str(copy), from_hex(ids[-1]), data)
+    parents = in_child("spawn", _insert_foreign, str(copy), from_hex(ids[-1]), data)
     assert parents == from_hex(ids[-2])
 
 
@@ -226,7 +213,7 @@ def test_gc_keeps_the_commit_dictionary(tmp_path: Path) -> None:
         assert dictionary is not None
         repo.gc("0")
         assert repo.store.has_many([from_hex(dictionary)]) == {from_hex(dictionary)}
-    assert _in_child("spawn", _read_everything_after_gc, str(path)) == ids[::-1]
+    assert in_child("spawn", _read_everything_after_gc, str(path)) == ids[::-1]
 
 
 def _read_everything_after_gc(path: str, answers: Any) -> None:
@@ -244,7 +231,7 @@ def test_a_commit_frame_whose_dictionary_is_gone_is_named_corrupt(tmp_path: Path
     db.execute("DELETE FROM config WHERE key = ?", (COMMIT_DICTIONARY_KEY,))
     db.commit()
     db.close()
-    kind, message = _in_child("spawn", _checkout_tip, str(path))
+    kind, message = in_child("spawn", _checkout_tip, str(path))
     assert kind == "CorruptObject"
     assert f"{dict_id:08x}" in message
 

@@ -21,6 +21,7 @@ import pytest
 from dulwich.repo import Repo as GitRepo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import in_child
 from test_upgrade import unpack_fixture
 
 from statevcs import Repo, Snapshot, compression, objectdb
@@ -34,19 +35,6 @@ from statevcs.serializers import JSONSerializer
 from statevcs.stores.sqlite import DB_FILENAME, SQLiteStore
 
 _T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def _in_child(target: Any, *args: Any) -> Any:
-    """Run ``target(*args, answers)`` in a spawned process; return what it sends."""
-    context = multiprocessing.get_context("spawn")
-    receiving, sending = context.Pipe(duplex=False)
-    child = context.Process(target=target, args=(*args, sending))
-    child.start()
-    try:
-        assert receiving.poll(120), f"the child process ended (exit code {child.exitcode})"
-        return receiving.recv()
-    finally:
-        child.join(60)
 
 
 def _plumbing_commits(db: ObjectDatabase, salt: int, turns: int) -> list[ObjectId]:
@@ -115,7 +103,7 @@ def test_two_repositories_whose_commit_dictionaries_share_an_id_in_one_process(
         assert second_key is not None and second_key != first_key  # two dictionaries
         frames = [d for d in second.store.get_many(ids).values() if d[:4] == ZSTD_MAGIC]
         assert frames
-    messages = _in_child(_read_commits, str(tmp_path / "b"), ids)
+    messages = in_child("spawn", _read_commits, str(tmp_path / "b"), ids)
     assert messages == [f"loop step {turn}" for turn in range(100)]
 
 
@@ -137,7 +125,7 @@ def test_a_repository_whose_dictionary_id_another_open_repository_holds_here(
         first_ids = _plumbing_commits(first.objects, 0, 100)
         held = frame_dictionary(first.store.get_many([first_ids[-1]])[first_ids[-1]])
         path = str(tmp_path / "b")
-        ids = _in_child(_write_colliding, path)
+        ids = in_child("spawn", _write_colliding, path)
         with Repo.open(path) as second:
             stored = second.store.get_many(ids)
             assert frame_dictionary(stored[ids[-1]]) == held  # the same id, another dictionary
@@ -164,7 +152,7 @@ def test_a_repository_whose_dictionary_id_another_open_repository_holds_here(
                 assert first.objects.load_commit(first_ids[turn]).message == f"loop step {turn}"
             assert second.fsck().ok
             assert first.fsck().ok
-    messages = _in_child(_read_commits, path, ids + more)
+    messages = in_child("spawn", _read_commits, path, ids + more)
     assert messages == [f"loop step {t}" for t in range(100)] + [f"more {t}" for t in range(5)]
 
 
@@ -221,8 +209,8 @@ def test_log_and_show_are_the_same_with_and_without_commit_compression(
         with Repo.init(plain) as repo:
             _workload(repo)
             assert repo.store.config_get(COMMIT_DICTIONARY_KEY) is None
-    one = _in_child(_everything, str(compressed))
-    other = _in_child(_everything, str(plain))
+    one = in_child("spawn", _everything, str(compressed))
+    other = in_child("spawn", _everything, str(plain))
     assert one[3] and other[3], (one[4], other[4])
 
     def without_ids_and_times(found: Any) -> Any:
@@ -247,8 +235,8 @@ def _upgrade_then_write(folder: str, answers: Any) -> None:
 
 def test_an_upgraded_format_1_repository_trains_and_old_ids_still_resolve(tmp_path: Path) -> None:
     folder, expected, shows = unpack_fixture(tmp_path)
-    assert _in_child(_upgrade_then_write, str(folder)) is not None
-    log, _shows, _base, ok, problems = _in_child(_everything_main_only, str(folder))
+    assert in_child("spawn", _upgrade_then_write, str(folder)) is not None
+    log, _shows, _base, ok, problems = in_child("spawn", _everything_main_only, str(folder))
     assert ok, problems
     assert [m for _i, m, *_ in log[:250]] == [f"after the upgrade {t}" for t in range(249, -1, -1)]
     with Repo.open(folder) as repo:
@@ -256,7 +244,7 @@ def test_an_upgraded_format_1_repository_trains_and_old_ids_still_resolve(tmp_pa
             assert _shown(repo, commit_id) == shows[commit_id]
         repo.gc(grace=timedelta(0))
         assert repo.fsck().ok
-    assert _in_child(_everything_main_only, str(folder))[0] == log
+    assert in_child("spawn", _everything_main_only, str(folder))[0] == log
 
 
 def _everything_main_only(path: str, answers: Any) -> None:
@@ -281,7 +269,7 @@ def test_s3_without_a_cache_reads_compressed_commits_in_a_new_process(s3_url: st
         assert sum(d[:4] == ZSTD_MAGIC for d in frames) > 20
         expected = [(c.id, c.message, c.metadata) for c in repo.log("main")]
     cold = s3_url + ("&" if "?" in s3_url else "?") + "cache=none"
-    logged, turn, ok = _in_child(_s3_log, cold)
+    logged, turn, ok = in_child("spawn", _s3_log, cold)
     assert logged == expected
     assert turn == 196
     assert ok
@@ -425,7 +413,7 @@ def test_two_processes_training_at_once_beside_gc_leave_every_commit_readable(
         for child in children:
             child.join(60)
     for branch, ids in zip(("one", "two"), written, strict=True):
-        log, _shows, _base, ok, problems = _in_child(_branch_log, str(path), branch)
+        log, _shows, _base, ok, problems = in_child("spawn", _branch_log, str(path), branch)
         assert ok, problems
         assert [i for i, *_ in log][:150] == ids[::-1]
         assert [m for _i, m, *_ in log][:150] == [f"{branch} {t}" for t in range(149, -1, -1)]
@@ -474,7 +462,10 @@ def test_a_git_mirror_round_trip_of_compressed_commits_is_exact(tmp_path: Path) 
     finally:
         one.close()
         two.close()
-    assert _in_child(_everything, str(source))[:3] == _in_child(_everything, str(copy))[:3]
+    assert (
+        in_child("spawn", _everything, str(source))[:3]
+        == in_child("spawn", _everything, str(copy))[:3]
+    )
     with Repo.open(copy) as repo:
         assert repo.store.config_get(COMMIT_DICTIONARY_KEY) is not None  # the copy trained too
 
@@ -505,8 +496,8 @@ def test_the_history_browser_and_mcp_answer_the_same_from_a_new_process(tmp_path
     with Repo.init(path) as repo:
         _workload(repo)
         assert repo.store.config_get(COMMIT_DICTIONARY_KEY) is not None
-    fresh = _in_child(_served, str(path))
-    again = _in_child(_served, str(path))  # the graph now written: answered from it
+    fresh = in_child("spawn", _served, str(path))
+    again = in_child("spawn", _served, str(path))  # the graph now written: answered from it
     assert fresh == again
     graph, pages, logged, shown = fresh
     assert len(logged["commits"]) == 150
