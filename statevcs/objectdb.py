@@ -154,6 +154,7 @@ class ObjectDB:
         """The gc generation :attr:`known` is valid for."""
         self._chunker = chunker
         self._homes: dict[ObjectId, ObjectId] = {}
+        """Message id -> the packed leaf holding it (messages of format 2 are not objects)."""
         self._unhomed: dict[ObjectId, ListNode] = {}
         """Packed leaves read or written whose messages :attr:`_homes` does not name yet: the
         map is filled on its first use, so a read that never looks a message up by id (a
@@ -168,7 +169,6 @@ class ObjectDB:
         self._commit_samples: list[bytes] = []
         self._commit_sampled = 0
         self._commit_train_after = COMMIT_TRAIN_AFTER
-        """Message id -> the packed leaf holding it (messages of format 2 are not objects)."""
         self._format: int | None = None
 
     @property
@@ -701,8 +701,8 @@ class ObjectDB:
             if not dictionary:
                 dictionary = self._sample_commits(commits)
         except DictionaryConflict:
-            # Another repository's dictionary holds its id in this process: compressing with
-            # it would make the commits unreadable elsewhere, so this handle writes them plain.
+            # The repository names two dictionaries under this id: compressing with either
+            # could make the commits unreadable elsewhere, so this handle writes them plain.
             dictionary = self._commit_dictionary = -1
         if dictionary <= 0:
             return objects
