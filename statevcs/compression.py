@@ -164,10 +164,10 @@ def train_dictionary(
 
     Its id comes from a hash of the samples (and ``salt``: another salt gives another id): a
     commit dictionary's (``for_commits``) in :data:`COMMIT_DICTIONARY_IDS`, which
-    :func:`is_commit_dictionary` recognizes, a message dictionary's below them. Frames name
-    their dictionary by id alone, so the ids are drawn from 2**28 or more values: two
-    repositories a process opens then hold different dictionaries under one id once in tens of
-    millions of pairs (and that process refuses the second: :class:`DictionaryConflict`).
+    :func:`is_commit_dictionary` recognizes, a message dictionary's below them. Ids are drawn
+    from 2**28 or more values, and the object database draws again (another ``salt``) an id its
+    repository already names: one repository never holds two dictionaries under one id, and
+    two repositories that do are told apart by their :data:`Scope`.
     """
     buffers: list[bytes | bytearray | memoryview] = list(samples)
     digest = hash_bytes(b"".join(samples) + (salt.to_bytes(4, "big") if salt else b""))
