@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from . import tracking
-from .errors import UnsupportedObject, install_hint
+from .errors import CorruptObject, UnsupportedObject, install_hint
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 MESSAGES_KEY = "messages"
 _NO_MESSAGES = "statevcs.no_messages_key"
 _NULL_MESSAGES = "statevcs.messages_null"
+_MESSAGES_AT = "statevcs.messages_at"
+"""Where ``"messages"`` stood among a dict's keys, when not first (the state keeps its order)."""
 
 
 @runtime_checkable
@@ -347,6 +349,10 @@ class DictAdapter:
         elif isinstance(messages, tracking.TrackedMessages):
             tracking.begin(obj, current_repo(), [messages], eager=False)
         state = {k: v for k, v in obj.items() if k != MESSAGES_KEY and k not in skip}
+        if MESSAGES_KEY in obj and next(iter(obj)) != MESSAGES_KEY:
+            position = [k for k in obj if k not in skip].index(MESSAGES_KEY)
+            if position:  # a transient key first is not a position to keep
+                extras[_MESSAGES_AT] = position
         from .model import Snapshot  # pydantic loads with the first capture
 
         return Snapshot.model_construct(
@@ -360,10 +366,16 @@ class DictAdapter:
         return None
 
     def restore(self, obj: dict[str, Any], snapshot: Snapshot) -> None:
-        """Replace the dict's contents with the snapshot's, keeping transient keys."""
+        """Replace the dict's contents with the snapshot's, keeping transient keys.
+
+        Keys come back in the order they were committed; transient keys follow them.
+        """
         keep = {k: obj[k] for k in transient_keys(obj) if k in obj}
         opted_in = isinstance(obj.get(MESSAGES_KEY), tracking.TrackedMessages)
+        state = list(snapshot.state.items())
+        position = _messages_position(snapshot, len(state))
         obj.clear()
+        obj.update(state[:position])
         if snapshot.extras.get(_NULL_MESSAGES):
             obj[MESSAGES_KEY] = None
         elif snapshot.extras.get(_NO_MESSAGES):
@@ -374,7 +386,7 @@ class DictAdapter:
             tracking.restored(obj, current_repo(), [messages])
         else:
             obj[MESSAGES_KEY] = snapshot.messages
-        obj.update(snapshot.state)
+        obj.update(state[position:])
         obj.update(keep)
 
     def unchanged_prefix(self, obj: dict[str, Any]) -> int | None:
@@ -394,6 +406,18 @@ class DictAdapter:
                 lambda _index, tracked: obj.__setitem__(MESSAGES_KEY, tracked),
                 commit=current_sync(),
             )
+
+
+def _messages_position(snapshot: Snapshot, keys: int) -> int:
+    """How many state keys came before ``"messages"`` in a committed dict (0 if not recorded)."""
+    position = snapshot.extras.get(_MESSAGES_AT, 0)
+    if type(position) is not int or not 0 <= position <= keys:
+        raise CorruptObject(
+            "(snapshot)",
+            f"extras[{_MESSAGES_AT!r}] should be a position among the {keys} state keys, "
+            f"found {position!r:.40}; the commit was not written by statevcs's dict adapter",
+        )
+    return position
 
 
 class SnapshotAdapter:

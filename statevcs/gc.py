@@ -21,11 +21,13 @@ from .objectdb import (
 )
 from .objects import (
     DOC_PREFIX,
+    ORDERED_SNAPSHOT_FORMAT,
     ZDICT_PREFIX,
     Chunked,
     CommitObject,
     Inline,
     ListNode,
+    SnapshotObject,
     ZstdDictionary,
     children,
     encode_doc,
@@ -33,7 +35,7 @@ from .objects import (
     leaf_problems,
 )
 from .refs import BRANCH_PREFIX, HEAD, short_name
-from .snapshot import load_snapshot_object
+from .snapshot import key_order_problems, load_snapshot_object
 from .stores.base import Store
 from .structures.maps import read_map
 from .structures.prolly import load_node
@@ -139,6 +141,7 @@ def mark_reachable(
     """
     reachable: set[ObjectId] = set()
     frontier = list(roots)
+    reader: ObjectDB | None = None  # for the maps of snapshots that record a key order
     while frontier:
         batch = [i for i in dict.fromkeys(frontier) if i not in reachable]
         frontier = []
@@ -164,6 +167,16 @@ def mark_reachable(
                 problems.extend(
                     f"object {to_hex(object_id)} is corrupt: a packed leaf whose {problem}"
                     for problem in leaf_problems(obj)
+                )
+            if (
+                problems is not None
+                and type(obj) is SnapshotObject
+                and obj.version == ORDERED_SNAPSHOT_FORMAT
+            ):
+                reader = ObjectDB(store) if reader is None else reader
+                problems.extend(
+                    f"object {to_hex(object_id)} is corrupt: {problem}"
+                    for problem in key_order_problems(reader, obj)
                 )
             frontier.extend(children(obj))
         if on_batch is not None:

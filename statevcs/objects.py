@@ -39,7 +39,10 @@ SNAPSHOT_FORMAT = 1
 """The snapshot version format-1 repositories write (message leaves hold ids only)."""
 PACKED_SNAPSHOT_FORMAT = 2
 """The snapshot version format-2 repositories write (message leaves hold the messages)."""
-SNAPSHOT_FORMATS = (SNAPSHOT_FORMAT, PACKED_SNAPSHOT_FORMAT)
+ORDERED_SNAPSHOT_FORMAT = 3
+"""A format-2 snapshot that also records the order of its state or extras keys (written only
+when a dict's keys were not in sorted order, so every other snapshot keeps its version and id)."""
+SNAPSHOT_FORMATS = (SNAPSHOT_FORMAT, PACKED_SNAPSHOT_FORMAT, ORDERED_SNAPSHOT_FORMAT)
 
 DOC_PREFIX = b"\x92\xa3doc"
 """How every ``doc`` object's encoding starts; the rest is the document's own msgpack."""
@@ -122,7 +125,9 @@ class SnapshotObject:
     ``messages`` is the root of a prolly list holding every message up to the last closed leaf;
     ``tail`` holds the ids of the messages after it. Appends then rewrite inner tree nodes only
     when a leaf closes (about every 8 messages), not on every commit. ``state`` and ``extras``
-    are map ids, or small maps kept inline.
+    are map ids, or small maps kept inline. Maps keep their keys sorted; ``state_order`` and
+    ``extras_order`` (version :data:`ORDERED_SNAPSHOT_FORMAT` only) give the committed order as
+    positions in the sorted keys, and are empty when that order was the sorted one.
     """
 
     kind: str
@@ -132,6 +137,8 @@ class SnapshotObject:
     extras: MapRef
     state_codec: str
     version: int = SNAPSHOT_FORMAT
+    state_order: tuple[int, ...] = ()
+    extras_order: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,18 +342,27 @@ def _encode(obj: StoredObject) -> bytes:
     if isinstance(obj, Chunked):
         return _packb([KIND_CHUNKED, obj.size, list(obj.chunks)])
     if isinstance(obj, SnapshotObject):
-        return _packb(
-            [
-                KIND_SNAPSHOT,
-                obj.version,
-                obj.kind,
-                obj.messages,
-                list(obj.tail),
-                _encode_map_ref(obj.state),
-                _encode_map_ref(obj.extras),
-                obj.state_codec,
-            ]
-        )
+        fields = [
+            KIND_SNAPSHOT,
+            obj.version,
+            obj.kind,
+            obj.messages,
+            list(obj.tail),
+            _encode_map_ref(obj.state),
+            _encode_map_ref(obj.extras),
+            obj.state_codec,
+        ]
+        ordered = bool(obj.state_order or obj.extras_order)
+        if ordered != (obj.version == ORDERED_SNAPSHOT_FORMAT):
+            raise ValueError(
+                f"a snapshot records a key order exactly when its version is "
+                f"{ORDERED_SNAPSHOT_FORMAT}"
+            )
+        if ordered:
+            _key_order(list(obj.state_order), "state")  # one encoding per content
+            _key_order(list(obj.extras_order), "extras")
+            fields.append([list(obj.state_order), list(obj.extras_order)])
+        return _packb(fields)
     if isinstance(obj, CommitObject):
         return _packb(
             [
@@ -501,6 +517,20 @@ def _map_value(value: Any) -> MapValue:
     raise ValueError("a map value must be an id or a one-element inline array")
 
 
+def _key_order(value: Any, what: str) -> tuple[int, ...]:
+    """Check a recorded key order: positions in the sorted keys, each once, not the identity.
+
+    Whether it covers every key is checked where the map is read (``key_order``).
+    """
+    if type(value) is not list or not all(type(p) is int and p >= 0 for p in value):
+        raise ValueError(f"the {what} key order must be a list of non-negative integers")
+    if value and sorted(value) != list(range(len(value))):
+        raise ValueError(f"the {what} key order must name each position once")
+    if value and value == list(range(len(value))):
+        raise ValueError(f"the {what} key order is the sorted one: it is recorded as []")
+    return tuple(value)
+
+
 def _expect(raw: list[Any], size: int, kind: str) -> None:
     if len(raw) != size:
         raise ValueError(f"a {kind} object has {size - 1} fields, found {len(raw) - 1}")
@@ -550,12 +580,24 @@ def _from_raw(raw: Any) -> StoredObject:
             raise ValueError("chunked size must be a non-negative integer")
         return Chunked(raw[1], _ids(raw[2], "chunks"))
     if kind == KIND_SNAPSHOT:
-        _expect(raw, 8, kind)
+        if len(raw) > 1 and (type(raw[1]) is not int or raw[1] not in SNAPSHOT_FORMATS):
+            # Before the field count: a newer format may have more fields.
+            raise ValueError(f"unsupported snapshot format {raw[1]!r}; upgrade statevcs")
+        ordered = len(raw) > 1 and raw[1] == ORDERED_SNAPSHOT_FORMAT
+        _expect(raw, 9 if ordered else 8, kind)
         version, skind, codec = raw[1], raw[2], raw[7]
-        if version not in SNAPSHOT_FORMATS:
-            raise ValueError(f"unsupported snapshot format {version!r}; upgrade statevcs")
         if not isinstance(skind, str) or not isinstance(codec, str):
             raise ValueError("snapshot kind and codec must be strings")
+        state_order: tuple[int, ...] = ()
+        extras_order: tuple[int, ...] = ()
+        if ordered:
+            orders = raw[8]
+            if type(orders) is not list or len(orders) != 2:
+                raise ValueError("a snapshot's key order is a [state, extras] pair")
+            state_order = _key_order(orders[0], "state")
+            extras_order = _key_order(orders[1], "extras")
+            if not state_order and not extras_order:
+                raise ValueError(f"a version {version} snapshot records a key order")
         return SnapshotObject(
             skind,
             _id(raw[3], "messages root"),
@@ -564,6 +606,8 @@ def _from_raw(raw: Any) -> StoredObject:
             _map_ref(raw[6], "extras map"),
             codec,
             version,
+            state_order,
+            extras_order,
         )
     if kind == KIND_COMMIT:
         _expect(raw, 7, kind)

@@ -35,15 +35,16 @@ from .snapshot import (
     ReadSnapshot,
     StoredMessages,
     WrittenSnapshot,
+    extras_entries,
     load_snapshot_object,
     read_conversation,
     read_snapshot,
     read_values,
+    state_entries,
     write_snapshot,
 )
 from .stores.base import ANY, Expected, RefUpdate, Store, StoredReflogEntry
 from .structures.chunking import Chunker
-from .structures.maps import read_map
 
 _COMMIT_TAG = b"\xa6commit"  # how an encoded commit's kind reads, near its start
 if TYPE_CHECKING:
@@ -104,14 +105,14 @@ class ObjectDatabase(ObjectDB):
         messages, _, tail = read_conversation(self, obj)
         messages.extend(tail)
         codec = serializer_for(obj.state_codec, self.serializer)
-        state = read_values(self, read_map(self, obj.state), codec)
-        extras = read_values(self, read_map(self, obj.extras), None)
+        state = read_values(self, state_entries(self, obj), codec)
+        extras = read_values(self, extras_entries(self, obj), None)
         return SnapshotValues(obj.kind, messages, state, extras, obj.state_codec)
 
     def read_state_bytes(self, snapshot_id: ObjectId) -> dict[str, bytes]:
         """Return a snapshot's state values as their stored, still-serialized bytes."""
         snap = self.load_snapshot(snapshot_id)
-        return read_values(self, read_map(self, snap.state), _RAW)
+        return read_values(self, state_entries(self, snap), _RAW)
 
     # --- writes --------------------------------------------------------------------------
 

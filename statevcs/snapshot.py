@@ -15,6 +15,7 @@ from .hashing import ObjectId, hash_bytes, to_hex
 from .objectdb import ObjectDB
 from .objects import (
     DOC_PREFIX,
+    ORDERED_SNAPSHOT_FORMAT,
     PACKED_SNAPSHOT_FORMAT,
     SNAPSHOT_FORMAT,
     Blob,
@@ -429,6 +430,13 @@ def write_snapshot(
             extras_values[key] = Inline(value)
         else:
             extras_values[key] = _doc_id(value, path, db, out)
+    # Format 2 keeps a dict's key order (format 1 reads keys back sorted).
+    state_order = key_order(list(state_values)) if packed else ()
+    extras_order = key_order(list(extras_values)) if packed else ()
+    if state_order or extras_order:
+        version = ORDERED_SNAPSHOT_FORMAT
+    else:
+        version = PACKED_SNAPSHOT_FORMAT if packed else SNAPSHOT_FORMAT
     snapshot_object = SnapshotObject(
         kind=snapshot.kind,
         messages=stored.root,
@@ -436,11 +444,79 @@ def write_snapshot(
         state=build_map(state_values, out) if state_values else _EMPTY_MAP,
         extras=build_map(extras_values, out) if extras_values else _EMPTY_MAP,
         state_codec=serializer.name,
-        version=PACKED_SNAPSHOT_FORMAT if packed else SNAPSHOT_FORMAT,
+        version=version,
+        state_order=state_order,
+        extras_order=extras_order,
     )
     snapshot_id, encoded = encode_with_id(snapshot_object)
     out[snapshot_id] = encoded
     return WrittenSnapshot(snapshot_id, stored, out)
+
+
+def key_order(keys: Sequence[str]) -> tuple[int, ...]:
+    """Where each of ``keys`` (in committed order) sits among them sorted; ``()`` if sorted."""
+    ranked = sorted(keys)
+    if ranked == list(keys):
+        return ()
+    position = {key: index for index, key in enumerate(ranked)}
+    return tuple(position[key] for key in keys)
+
+
+def in_committed_order(
+    entries: dict[str, MapValue], order: Sequence[int], what: str, where: str = "(snapshot)"
+) -> dict[str, MapValue]:
+    """``entries`` (a map read back, sorted by key) in the order ``order`` recorded.
+
+    ``where`` names the snapshot in the ``CorruptObject`` raised for an order that does not
+    cover the map.
+    """
+    if not order:
+        return entries
+    keys = list(entries)
+    if len(order) != len(keys):
+        raise CorruptObject(
+            where,
+            f"its {what} key order names {len(order)} keys where its {what} map holds {len(keys)}",
+        )
+    return {keys[index]: entries[keys[index]] for index in order}
+
+
+def key_order_problems(db: ObjectDB, obj: SnapshotObject) -> list[str]:
+    """What is wrong with a snapshot's recorded key orders (fsck): orders that do not cover
+    their map. A map that cannot be read is left to the walk that reads it."""
+    problems: list[str] = []
+    for what, ref, order in (
+        ("state", obj.state, obj.state_order),
+        ("extras", obj.extras, obj.extras_order),
+    ):
+        if not order:
+            continue
+        try:
+            entries = read_map(db, ref)
+        except (CorruptObject, MissingObject):
+            continue
+        if len(entries) != len(order):
+            problems.append(
+                f"its {what} key order names {len(order)} keys where its {what} map holds "
+                f"{len(entries)}"
+            )
+    return problems
+
+
+def state_entries(
+    db: ObjectDB, obj: SnapshotObject, where: str = "(snapshot)"
+) -> dict[str, MapValue]:
+    """A snapshot's state map, its keys in the order they were committed (``where``: the
+    snapshot's name in errors)."""
+    return in_committed_order(read_map(db, obj.state), obj.state_order, "state", where)
+
+
+def extras_entries(
+    db: ObjectDB, obj: SnapshotObject, where: str = "(snapshot)"
+) -> dict[str, MapValue]:
+    """A snapshot's extras map, its keys in the order they were committed (``where``: the
+    snapshot's name in errors)."""
+    return in_committed_order(read_map(db, obj.extras), obj.extras_order, "extras", where)
 
 
 @dataclass(frozen=True, slots=True)
@@ -513,12 +589,13 @@ def read_snapshot(
     """Read a snapshot back into fresh Python objects (messages built by ``decoder``, if any)."""
     obj = load_snapshot_object(db, snapshot_id)
     _prefetch_named(db, obj)
-    state_entries, extras_entries = read_map(db, obj.state), read_map(db, obj.extras)
+    where = to_hex(snapshot_id)
+    state_map, extras_map = state_entries(db, obj, where), extras_entries(db, obj, where)
     # The next level in one read too: the maps' values and the tree root's children.
     db.prefetch(
         [
-            *(v for v in state_entries.values() if type(v) is bytes),
-            *(v for v in extras_entries.values() if type(v) is bytes),
+            *(v for v in state_map.values() if type(v) is bytes),
+            *(v for v in extras_map.values() if type(v) is bytes),
             *prolly.child_ids(db, obj.messages),
         ]
     )
@@ -532,8 +609,8 @@ def read_snapshot(
         messages = decoder.collect(messages)
     stored = StoredMessages(obj.messages, len(tree_ids), obj.tail, [*tree_ids, *obj.tail])
     codec = serializer_for(obj.state_codec, serializer)
-    state = read_values(db, state_entries, codec)
-    extras = read_values(db, extras_entries, None)
+    state = read_values(db, state_map, codec)
+    extras = read_values(db, extras_map, None)
     from .model import Snapshot  # pydantic loads with the first snapshot read
 
     snapshot = Snapshot.model_construct(

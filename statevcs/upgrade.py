@@ -40,10 +40,9 @@ from .objects import (
 )
 from .plumbing import ObjectDatabase
 from .refs import HEAD
-from .snapshot import MessageBase, StoredMessages, read_values
+from .snapshot import MessageBase, StoredMessages, extras_entries, read_values
 from .stores.base import RefUpdate
 from .structures import prolly
-from .structures.maps import read_map
 
 UpgradeProgress = Callable[[int, int], None]
 """Called with (commits rewritten so far, commits to rewrite)."""
@@ -123,7 +122,7 @@ class _Upgrader:
             kind=snap.kind,
             messages=messages,
             state=db.read_state_bytes(commit.snapshot),
-            extras=read_values(db, read_map(db, snap.extras), None),
+            extras=read_values(db, extras_entries(db, snap), None),
         )
         written = self.encoder.encode_snapshot(
             snapshot, state_codec=snap.state_codec, base=base, raw_state=True

@@ -19,9 +19,15 @@ from ..hashing import to_hex
 from ..objects import CommitObject, SnapshotObject
 from ..refs import branch_ref
 from ..serializers import serializer_for
-from ..snapshot import load_snapshot_object, message_ids_from, read_conversation, read_values
+from ..snapshot import (
+    extras_entries,
+    load_snapshot_object,
+    message_ids_from,
+    read_conversation,
+    read_values,
+    state_entries,
+)
 from ..structures import prolly
-from ..structures.maps import read_map
 
 if TYPE_CHECKING:
     from ..hashing import ObjectId
@@ -66,13 +72,13 @@ def snapshot_state(repo: Repo, obj: SnapshotObject) -> dict[str, Any]:
     written with (as ``repo.show(...).state`` holds it); messages and extras are not read."""
     db = repo.objects
     codec = serializer_for(obj.state_codec, repo.serializer)
-    return read_values(db, read_map(db, obj.state), codec)
+    return read_values(db, state_entries(db, obj), codec)
 
 
 def snapshot_extras(repo: Repo, obj: SnapshotObject) -> dict[str, Any]:
     """The extras of stored snapshot ``obj`` (as ``repo.show(...).extras`` holds them)."""
     db = repo.objects
-    return read_values(db, read_map(db, obj.extras), None)
+    return read_values(db, extras_entries(db, obj), None)
 
 
 def commit_messages(repo: Repo, commit_id: ObjectId, *, last: int | None = None) -> list[Any]:

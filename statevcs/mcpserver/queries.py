@@ -22,10 +22,15 @@ from ..plain import to_plain
 from ..refs import branch_ref, check_short_name, tag_ref
 from ..repo import Commit, Repo
 from ..serializers import serializer_for
-from ..snapshot import load_snapshot_object, message_ids_from, read_values
+from ..snapshot import (
+    extras_entries,
+    load_snapshot_object,
+    message_ids_from,
+    read_values,
+    state_entries,
+)
 from ..stores.base import RefUpdate
 from ..structures import prolly
-from ..structures.maps import read_map
 
 MAX_REVISION = history.MAX_REVISION
 """The longest revision accepted, in characters."""
@@ -139,9 +144,9 @@ def show(
     }
     if with_state:
         codec = serializer_for(obj.state_codec, repo.serializer)
-        data["state"] = to_plain(read_values(db, read_map(db, obj.state), codec))
+        data["state"] = to_plain(read_values(db, state_entries(db, obj), codec))
     if with_extras:
-        data["extras"] = to_plain(read_values(db, read_map(db, obj.extras), None))
+        data["extras"] = to_plain(read_values(db, extras_entries(db, obj), None))
     return data
 
 

@@ -26,9 +26,8 @@ from ...objects import CommitObject, Doc, MapRef, SnapshotObject, canonical, enc
 from ...refs import BRANCH_PREFIX, HEAD, TAG_PREFIX, branch_ref
 from ...repo import Repo
 from ...serializers import JSONSerializer, serializer_for
-from ...snapshot import read_values, stored_messages
+from ...snapshot import extras_entries, read_values, stored_messages
 from ...structures import prolly
-from ...structures.maps import read_map
 from ...structures.prolly import prefix_length
 from .jsonmap import dump_json, to_json
 from .layout import (
@@ -429,9 +428,10 @@ def _role_of(message: Any) -> str:
     return name or "message"
 
 
-def _map_key(map_ref: MapRef) -> bytes:
-    """A hashable key for a stored map (its id) or a small map kept inline (its encoding)."""
-    return map_ref if isinstance(map_ref, bytes) else encode(map_ref)
+def _map_key(map_ref: MapRef, order: tuple[int, ...]) -> tuple[bytes, tuple[int, ...]]:
+    """A hashable key for a stored map (its id) or a small map kept inline (its encoding),
+    with the key order its snapshot recorded (the file lists keys in that order)."""
+    return (map_ref if isinstance(map_ref, bytes) else encode(map_ref)), order
 
 
 def _utc(micros: int) -> datetime:
@@ -478,7 +478,7 @@ class _Exporter:
             OrderedDict()
         )
         self.commit_keys: dict[ObjectId, tuple[ObjectId, tuple[ObjectId, ...]]] = {}
-        self.map_blobs: dict[tuple[bytes, str], ObjectID] = {}
+        self.map_blobs: dict[tuple[tuple[bytes, tuple[int, ...]], str], ObjectID] = {}
         self.json = JSONSerializer()
 
     def add(self, type_num: int, data: bytes) -> ObjectID:
@@ -604,7 +604,7 @@ class _Exporter:
 
     def state_blob(self, snapshot_id: ObjectId, snap: SnapshotObject) -> ObjectID:
         codec = snap.state_codec
-        key = (_map_key(snap.state), codec)
+        key = (_map_key(snap.state, snap.state_order), codec)
         found = self.map_blobs.get(key)
         if found is not None:
             return found
@@ -638,12 +638,12 @@ class _Exporter:
             pass
         return {"__raw__": raw}
 
-    def extras_blob(self, map_ref: MapRef) -> ObjectID:
-        key = (_map_key(map_ref), "")
+    def extras_blob(self, snap: SnapshotObject) -> ObjectID:
+        key = (_map_key(snap.extras, snap.extras_order), "")
         found = self.map_blobs.get(key)
         if found is not None:
             return found
-        values = read_values(self.objects, read_map(self.objects, map_ref), None)
+        values = read_values(self.objects, extras_entries(self.objects, snap), None)
         out = {name: to_json(value) for name, value in values.items()}
         sha = self.map_blobs[key] = self.blob(dump_json(out))
         return sha
@@ -680,7 +680,7 @@ class _Exporter:
         self.commit_keys[commit_id] = (snap.messages, snap.tail)
         entries = [
             (FILE_ENTRY, b"state.json", self.state_blob(commit.snapshot, snap)),
-            (FILE_ENTRY, b"extras.json", self.extras_blob(snap.extras)),
+            (FILE_ENTRY, b"extras.json", self.extras_blob(snap)),
             (FILE_ENTRY, b"statevcs.json", self.blob(dump_json(info, sort_keys=True))),
         ]
         if conversation.sha is not None:
