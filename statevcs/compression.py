@@ -89,6 +89,11 @@ DICTIONARY_SIZE = 32 * 1024
 """The size of a trained dictionary (measured: 16 KiB shrinks messages to 0.49 of their size,
 32 KiB to 0.43, 64 KiB to 0.42, on the core benchmark's messages)."""
 
+MIN_DICTIONARY_SIZE = 1024
+"""The smallest dictionary statevcs trains. zstd returns 120-240 byte ones for very repetitive
+samples; gc tells a stored dictionary from other unreachable objects by its size from this up,
+so a smaller one could be collected while objects a racing writer compressed with it remain."""
+
 
 class MissingDictionary(CorruptObject):
     """A frame was compressed with a dictionary this process has not been given yet."""
@@ -180,7 +185,8 @@ def train_dictionary(
         trained = zstandard.train_dictionary(size, buffers, level=LEVEL, dict_id=dict_id)
     except zstandard.ZstdError:
         return None
-    return trained.as_bytes()
+    data = trained.as_bytes()
+    return data if len(data) >= MIN_DICTIONARY_SIZE else None  # too little to learn, too
 
 
 DICTIONARY_PREFIX = "core.zstd-dict."
@@ -342,6 +348,7 @@ __all__ = [
     "COMMIT_DICTIONARY_SIZE",
     "DICTIONARY_PREFIX",
     "MAX_EXPANDED",
+    "MIN_DICTIONARY_SIZE",
     "ZSTD_MAGIC",
     "DictionaryConflict",
     "MissingDictionary",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from .commitgraph import AUTO_WRITE_AFTER, chain_objects, check_graph, write_graph
-from .compression import register_dictionary
+from .compression import MIN_DICTIONARY_SIZE, register_dictionary
 from .errors import CorruptObject, MissingObject, RefsChanged, StateVCSError, StoreError
 from .hashing import ObjectId, from_hex, to_hex
 from .objectdb import (
@@ -277,8 +277,9 @@ def _without_dictionaries(
     return [i for i in doomed if i not in kept] if kept else doomed
 
 
-_DICTIONARY_SIZES = (1024, 1024 * 1024)
-"""The sizes a stored dictionary can have (trained ones are 32 KiB)."""
+_DICTIONARY_SIZES = (MIN_DICTIONARY_SIZE, 1024 * 1024)
+"""The sizes a stored dictionary can have (trained ones are 4 or 32 KiB, never below
+:data:`~statevcs.compression.MIN_DICTIONARY_SIZE`)."""
 
 
 def _rewrite_graph(store: Store, reachable: set[ObjectId], had_graph: bool) -> bool:

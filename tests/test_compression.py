@@ -11,7 +11,7 @@ from typing import Any
 import msgpack
 import pytest
 import zstandard
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statevcs import CorruptObject, Repo, compression
@@ -177,6 +177,36 @@ def test_gc_keeps_every_dictionary_even_one_no_config_names(tmp_path: Path) -> N
         present = repo.store.has_many([from_hex(named), spare_id])
         assert present == {from_hex(named), spare_id}
         assert repo.fsck().ok
+
+
+@pytest.mark.parametrize(
+    "samples",
+    [
+        [b"x"] * 1000,
+        [b"a" * 200] * 200,
+        [b"hello world %d" % (i % 2) for i in range(2000)],
+        [msgpack.packb({"role": "user", "content": "ping"})] * 3000,
+    ],
+    ids=["one byte", "one run", "two strings", "a heartbeat message"],
+)
+def test_repetitive_samples_train_no_dictionary_gc_could_not_tell_apart(
+    samples: list[bytes],
+) -> None:
+    """zstd trains 120-240 byte dictionaries on these; gc keeps unreachable dictionaries (a
+    racing writer's) by their size from MIN_DICTIONARY_SIZE up, so none smaller is ever used."""
+    for for_commits in (False, True):
+        assert compression.train_dictionary(samples, 4096, for_commits=for_commits) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    words=st.lists(st.binary(min_size=1, max_size=12), min_size=1, max_size=6),
+    count=st.integers(min_value=50, max_value=800),
+)
+def test_every_trained_dictionary_is_one_gc_recognizes(words: list[bytes], count: int) -> None:
+    samples = [words[i % len(words)] * (1 + i % 7) for i in range(count)]
+    trained = compression.train_dictionary(samples, 4096)
+    assert trained is None or len(trained) >= compression.MIN_DICTIONARY_SIZE
 
 
 def test_objects_compressed_with_a_dictionary_need_it(tmp_path: Path) -> None:
