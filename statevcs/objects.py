@@ -465,8 +465,8 @@ def _ids(value: Any, what: str, data: bytes = b"", at: int = -1) -> tuple[Object
 
 _ID_ENTRY = 2 + ID_SIZE
 """The canonical encoding of an id in a list: a bin 8 header (``c4 20``), then its bytes."""
-_ID_HEADERS = b"\xc4" * 65536
-_ID_SIZES = bytes([ID_SIZE]) * 65536
+_BIN8 = b"\xc4"
+_ID_LENGTH = bytes([ID_SIZE])
 
 
 def _canonical_ids(data: bytes, at: int, count: int) -> bool:
@@ -487,9 +487,8 @@ def _canonical_ids(data: bytes, at: int, count: int) -> bool:
     end = at + _ID_ENTRY * count
     return (
         found == count
-        and count <= 65536
-        and data[at:end:_ID_ENTRY] == _ID_HEADERS[:count]
-        and data[at + 1 : end : _ID_ENTRY] == _ID_SIZES[:count]
+        and data[at:end:_ID_ENTRY] == _BIN8 * count
+        and data[at + 1 : end : _ID_ENTRY] == _ID_LENGTH * count
     )
 
 
