@@ -235,6 +235,7 @@ class ObjectDB:
         a checkout reads a conversation's nodes by the hundred)."""
         store = self.store
         found = store.get_many(wanted)
+        scope = store.identity
         known, nodes = self.known, self._nodes
         leaves: dict[ObjectId, ListNode] = {}
         try:
@@ -244,7 +245,10 @@ class ObjectDB:
                     result[object_id] = self._packed_doc(object_id)
                     continue
                 if data[:4] == ZSTD_MAGIC:
-                    data = unpack_stored(store, object_id, data)
+                    try:
+                        data = unpack(object_id, data, scope)
+                    except MissingDictionary:  # loaded from the store, then read again
+                        data = unpack_stored(store, object_id, data)
                 obj = decode_plain(object_id, data)
                 result[object_id] = obj
                 if type(obj) is ListNode:
