@@ -4,16 +4,21 @@ a batch fails that read while the nodes read before it stay usable."""
 
 from __future__ import annotations
 
+import random
+from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 import pytest
-from support import CountingStore, message
+from support import CountingStore, in_child, message
 
 from statevcs import CorruptObject, MissingObject, Repo
+from statevcs.compression import frame_dictionary
 from statevcs.hashing import ObjectId, to_hex
-from statevcs.objectdb import ObjectDB
-from statevcs.objects import CommitObject, ListNode, SnapshotObject
+from statevcs.objectdb import DICTIONARY_KEY, ObjectDB
+from statevcs.objects import CommitObject, ListNode, SnapshotObject, encode_with_id
 from statevcs.snapshot import read_messages
+from statevcs.stores.sqlite import SQLiteStore
 from statevcs.structures import prolly
 
 
@@ -96,3 +101,39 @@ def test_a_missing_node_in_a_batch_is_named_after_the_others_are_cached() -> Non
     reads = store.reads
     assert len(db.load_many(leaf_ids[:-1])) == len(leaf_ids) - 1
     assert store.reads == reads
+
+
+def _read_leaves(path: str, leaf_ids: list[ObjectId], answers: Connection) -> None:
+    """In a new process (no zstd dictionary registered yet): the leaves' values, read in one
+    batch before anything else."""
+    db = ObjectDB(SQLiteStore(path))
+    leaves = db.load_many(leaf_ids)
+    answers.send([v for i in leaf_ids for v in leaves[i].values or ()])  # type: ignore[union-attr]
+
+
+def test_a_new_process_reads_leaves_compressed_with_the_repository_dictionary(
+    tmp_path: Path,
+) -> None:
+    words = [
+        w * (1 + i % 3) for i, w in enumerate(["alpha", "beta", "gamma", "delta", "kappa", "sigma"])
+    ]
+    rng = random.Random(7)
+    messages = [  # enough varied text to train the repository's dictionary
+        {"role": "user", "content": " ".join(rng.choice(words) for _ in range(80))}
+        for _ in range(600)
+    ]
+    with Repo.init(tmp_path / "repo") as repo:
+        for end in range(2, 601, 2):  # a turn a commit: messages are sampled as they come
+            repo.commit({"messages": messages[:end]})
+        assert repo.store.config_get(DICTIONARY_KEY)
+        tip = repo.objects.load(bytes.fromhex(repo.resolve("main")))
+        assert isinstance(tip, CommitObject)
+        snapshot = repo.objects.load(tip.snapshot)
+        assert isinstance(snapshot, SnapshotObject)
+        leaves = prolly.leaves(repo.objects, snapshot.messages)
+        framed = repo.store.get_many([encode_with_id(leaf)[0] for leaf in leaves])
+        assert any(frame_dictionary(data) for data in framed.values())
+        store_path = str(repo.store.path)  # type: ignore[attr-defined]
+    leaf_ids = [encode_with_id(leaf)[0] for leaf in leaves]
+    values = [v for leaf in leaves for v in leaf.values or ()]
+    assert in_child("spawn", _read_leaves, store_path, leaf_ids) == values
