@@ -226,19 +226,44 @@ class ObjectDB:
                     result[object_id] = decode(object_id, data, check_hash=False)
             wanted = [i for i in wanted if i not in result]
         if wanted:
-            store = self.store
-            found = store.get_many(wanted)
+            self._read(wanted, result)
+        return result
+
+    def _read(self, wanted: list[ObjectId], result: dict[ObjectId, StoredObject]) -> None:
+        """Read ``wanted`` from the store into ``result``, each checked against its id, and
+        remember them (list nodes as :meth:`_remember` does, its bookkeeping paid per batch:
+        a checkout reads a conversation's nodes by the hundred)."""
+        store = self.store
+        found = store.get_many(wanted)
+        scope = store.identity
+        known, nodes = self.known, self._nodes
+        leaves: dict[ObjectId, ListNode] = {}
+        try:
             for object_id in wanted:
                 data = found.get(object_id)
                 if data is None:
                     result[object_id] = self._packed_doc(object_id)
                     continue
                 if data[:4] == ZSTD_MAGIC:
-                    data = unpack_stored(store, object_id, data)
+                    try:
+                        data = unpack(object_id, data, scope)
+                    except MissingDictionary:  # loaded from the store, then read again
+                        data = unpack_stored(store, object_id, data)
                 obj = decode_plain(object_id, data)
                 result[object_id] = obj
-                self._remember(object_id, obj, data)
-        return result
+                if type(obj) is ListNode:
+                    known.add(object_id)
+                    nodes[object_id] = obj
+                    if obj.values is not None:
+                        leaves[object_id] = obj
+                else:
+                    self._remember(object_id, obj, data)
+        finally:
+            # Also when one of them fails: those read before it are cached, as one by one.
+            while len(nodes) > _NODE_CACHE:
+                nodes.popitem(last=False)
+            if leaves:
+                self._home_many(leaves)
 
     def prefetch(self, ids: Iterable[ObjectId]) -> None:
         """Read the uncached objects among ``ids`` in one batch, so that the loads which follow
@@ -534,6 +559,10 @@ class ObjectDB:
             self._home(leaf_id, leaf)
 
     def _home(self, leaf_id: ObjectId, leaf: ListNode) -> None:
+        self._home_many({leaf_id: leaf})
+
+    def _home_many(self, leaves: Mapping[ObjectId, ListNode]) -> None:
+        """Note packed ``leaves`` as holding their messages (named in :attr:`_homes` lazily)."""
         if self._format != CURRENT_FORMAT:
             # Only an upgrade puts packed leaves in a repository (another process's, or one
             # killed before it set core.format): writing format 1 onto them would name
@@ -549,7 +578,7 @@ class ObjectDB:
             for key in list(islice(homes, len(homes) // 2)):
                 homes.pop(key, None)
         unhomed = self._unhomed
-        unhomed[leaf_id] = leaf
+        unhomed.update(leaves)
         if len(unhomed) > _UNHOMED_LIMIT:
             self._has_homes()
 

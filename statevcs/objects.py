@@ -427,7 +427,9 @@ def decode_plain(object_id: ObjectId, data: bytes, *, check_hash: bool = True) -
     except Exception as exc:  # msgpack raises several unrelated exception types
         raise CorruptObject(to_hex(object_id), f"not valid msgpack ({exc})") from None
     try:
-        return _from_raw(raw)
+        if data[:6] == _LEAF_PREFIX:  # the commonest object a read decodes
+            return _leaf(raw, data)
+        return _from_raw(raw, data)
     except (ValueError, TypeError, IndexError) as exc:
         raise CorruptObject(to_hex(object_id), str(exc)) from None
 
@@ -462,15 +464,48 @@ def doc_value(object_id: ObjectId, data: bytes, *, check_hash: bool = True) -> A
 _BYTES_ONLY = {bytes}
 _ID_SIZE_ONLY = {ID_SIZE}
 _LEAF_VALUE_TYPES = {bytes, type(None)}
+_INT_ONLY = {int}
 
 
-def _ids(value: Any, what: str) -> tuple[ObjectId, ...]:
-    # set(map(...)) checks every entry in C: this runs for every node read.
+def _ids(value: Any, what: str, data: bytes = b"", at: int = -1) -> tuple[ObjectId, ...]:
+    # set(map(...)) checks every entry in C: this runs for every node read. A node's own bytes
+    # (``data``, the list's header at ``at``) answer it cheaper when they are canonical.
     if type(value) is not list or (
-        value and (set(map(type, value)) != _BYTES_ONLY or set(map(len, value)) != _ID_SIZE_ONLY)
+        value
+        and not (at >= 0 and _canonical_ids(data, at, len(value)))
+        and (set(map(type, value)) != _BYTES_ONLY or set(map(len, value)) != _ID_SIZE_ONLY)
     ):
         raise ValueError(f"{what} must be a list of {ID_SIZE}-byte ids")
     return tuple(value)
+
+
+_ID_ENTRY = 2 + ID_SIZE
+"""The canonical encoding of an id in a list: a bin 8 header (``c4 20``), then its bytes."""
+_BIN8 = b"\xc4"
+_ID_LENGTH = bytes([ID_SIZE])
+
+
+def _canonical_ids(data: bytes, at: int, count: int) -> bool:
+    """Whether ``data`` holds at ``at`` an array of ``count`` ids in canonical form.
+
+    The bytes a list of ids decoded from: when its header says ``count`` and every entry
+    starts with ``c4 20``, each entry is one 32-byte bin value (each ends where the next
+    header sits), so the decoded list holds only 32-byte ``bytes``. Two sliced comparisons
+    instead of a type and a length per entry; ``False`` leaves the answer to those.
+    """
+    head = data[at] if at < len(data) else 0
+    if head >> 4 == 9:  # fixarray
+        found, at = head & 0x0F, at + 1
+    elif head == 0xDC:  # array 16
+        found, at = int.from_bytes(data[at + 1 : at + 3], "big"), at + 3
+    else:
+        return False
+    end = at + _ID_ENTRY * count
+    return (
+        found == count
+        and data[at:end:_ID_ENTRY] == _BIN8 * count
+        and data[at + 1 : end : _ID_ENTRY] == _ID_LENGTH * count
+    )
 
 
 def _id(value: Any, what: str) -> ObjectId:
@@ -536,7 +571,47 @@ def _expect(raw: list[Any], size: int, kind: str) -> None:
         raise ValueError(f"a {kind} object has {size - 1} fields, found {len(raw) - 1}")
 
 
-def _from_raw(raw: Any) -> StoredObject:
+_LEAF_PREFIX = b"\x93\xa4leaf"
+"""How a canonical packed leaf starts: an array of three whose first item is ``"leaf"``."""
+_LIST_PREFIX = b"\x94\xa4list"
+
+
+def _leaf(raw: list[Any], data: bytes) -> ListNode:
+    """The packed leaf ``raw`` decoded from ``data`` (which starts with :data:`_LEAF_PREFIX`,
+    so ``raw`` is ``["leaf", ids, values]``): :func:`_from_raw`'s checks, paid per list."""
+    ids = _ids(raw[1], "leaf entries", data, len(_LEAF_PREFIX))
+    values = raw[2]
+    if type(values) is not list or len(values) != len(ids):
+        raise ValueError("a leaf holds one value per entry")
+    if not set(map(type, values)) <= _LEAF_VALUE_TYPES:
+        raise ValueError("a leaf value must be bytes or nil")
+    return _list_node(0, ids, (), tuple(values))
+
+
+def _list_node(
+    level: int,
+    ids: tuple[ObjectId, ...],
+    counts: tuple[int, ...],
+    values: tuple[bytes | None, ...] | None,
+) -> ListNode:
+    """``ListNode(level, ids, counts, values)``, built without the frozen dataclass's
+    ``__init__`` (a Python call setting each field through ``object.__setattr__``): its slots
+    are set directly, half the cost, for the hundreds of nodes a checkout decodes."""
+    node = _new_node(ListNode)
+    _set_level(node, level)
+    _set_ids(node, ids)
+    _set_counts(node, counts)
+    _set_values(node, values)
+    return node
+
+
+_new_node = object.__new__
+_set_level, _set_ids, _set_counts, _set_values = (
+    vars(ListNode)[name].__set__ for name in ("level", "ids", "counts", "values")
+)
+
+
+def _from_raw(raw: Any, data: bytes = b"") -> StoredObject:
     if not isinstance(raw, list) or not raw or not isinstance(raw[0], str):
         raise ValueError("expected an array starting with an object kind")
     kind = raw[0]
@@ -553,14 +628,19 @@ def _from_raw(raw: Any) -> StoredObject:
         return Doc(raw[1])
     if kind == KIND_LIST:
         _expect(raw, 4, kind)
-        level, ids, counts = raw[1], _ids(raw[2], "list entries"), raw[3]
+        level, counts = raw[1], raw[3]
+        # A canonical inner node's level is one byte (a positive fixint): its ids follow.
+        at = 7 if data[:6] == _LIST_PREFIX and len(data) > 6 and data[6] < 0x80 else -1
+        ids = _ids(raw[2], "list entries", data, at)
         if type(level) is not int or level < 0:
             raise ValueError("list level must be a non-negative integer")
-        if not isinstance(counts, list) or not all(type(c) is int and c > 0 for c in counts):
+        if not isinstance(counts, list) or (
+            counts and (set(map(type, counts)) != _INT_ONLY or min(counts) <= 0)
+        ):
             raise ValueError("list counts must be positive integers")
         if (level == 0 and counts) or (level > 0 and len(counts) != len(ids)):
             raise ValueError("list counts do not match its entries")
-        return ListNode(level, ids, tuple(counts))
+        return _list_node(level, ids, tuple(counts), None)
     if kind == KIND_BLOB:
         _expect(raw, 2, kind)
         if not isinstance(raw[1], bytes):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -350,4 +351,29 @@ def test_the_langgraph_bytes_benchmark_prints_every_kind_and_leaves_no_files(
     plain, compressed = (float(cell.strip(" |").replace(",", "")) for cell in rows["commit"][:2])
     assert compressed < plain * 0.6  # the commit dictionary's whole point
     assert [path.name for path in tmp_path.iterdir()] == ["scratch"]
+    assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_the_checkout_parts_benchmark_prints_every_stage_for_both_trees(tmp_path: Path) -> None:
+    old = tmp_path / "old"
+    shutil.copytree(ROOT / "statevcs", old / "statevcs")
+    script = ROOT / "benchmarks" / "bench_checkout_parts.py"
+    result = run(tmp_path, "--quick", "--against", str(old), script=script)
+    assert result.returncode == 0, result.stderr
+    rows = {
+        cells[0]: cells[1:]
+        for line in result.stdout.splitlines()
+        if line.startswith("| ") and (cells := [c.strip() for c in line.strip("|").split("|")])
+    }
+    assert rows.pop("stage") == ["old ms", "new ms", "new / old"]
+    stages = ["open", "checkout", "- tree (prolly.leaves)", "- messages", "- the rest", "close"]
+    assert list(rows) == [
+        *stages,
+        "open + checkout + close",
+        "checkout / JSON",
+        "open + checkout + close / JSON",
+    ]
+    for label, cells in rows.items():
+        figures = [c.removesuffix("x") for c in cells]
+        assert all(float(f) >= 0 for f in figures), (label, cells)
     assert list((tmp_path / "scratch").iterdir()) == []
