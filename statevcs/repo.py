@@ -1238,7 +1238,14 @@ such as a ``statevcs.Snapshot`` or a Strands ``Agent``, are tracked without a li
 _REGISTRY_REFERENCES = 4  # see _unreferenced
 
 _Tracked = dict[int, tuple[weakref.ref[Any], _Sync]]
-_Dicts = OrderedDict[int, tuple[Any, _Sync]]
+
+
+class _Dicts(OrderedDict[int, tuple[Any, _Sync]]):
+    """Plain dicts a repository knows the sync of (held strongly: dicts have no weak refs)."""
+
+    held_after_pruning = 0
+    """How many were left the last time the unreferenced ones were forgotten."""
+
 _REGISTRIES: dict[str, tuple[_Tracked, _Dicts]] = {}
 _REGISTRIES_LOCK = threading.Lock()
 
@@ -1249,7 +1256,7 @@ def _registries(store: Store) -> tuple[_Tracked, _Dicts]:
     with _REGISTRIES_LOCK:
         found = _REGISTRIES.get(key)
         if found is None:
-            found = _REGISTRIES[key] = ({}, OrderedDict())
+            found = _REGISTRIES[key] = ({}, _Dicts())
             if isinstance(store, MemoryStore):
                 # A memory repository dies with its store: so does what was known of it.
                 weakref.finalize(store, _REGISTRIES.pop, key, None)
@@ -1257,16 +1264,22 @@ def _registries(store: Store) -> tuple[_Tracked, _Dicts]:
 
 
 def _remember_dict(dicts: _Dicts, obj: Any, sync: _Sync) -> None:
-    """Remember a plain dict's sync; forget first the dicts nobody else holds any more."""
+    """Remember a plain dict's sync; forget first the dicts nobody else holds any more.
+
+    Those are forgotten whenever the registry has doubled since they last were, so a dict the
+    program dropped is not kept alive (with every message it holds) by more than as many
+    others as are still in use: amortized, one look per remembered dict.
+    """
     with _REGISTRIES_LOCK:
         dicts[id(obj)] = (obj, sync)
         dicts.move_to_end(id(obj))
-        if len(dicts) <= DICT_MEMORY:
+        if len(dicts) <= max(2, 2 * dicts.held_after_pruning) and len(dicts) <= DICT_MEMORY:
             return
         for key in [k for k, (held, _) in dicts.items() if _unreferenced(held)]:
             del dicts[key]
         while len(dicts) > DICT_MEMORY:
             dicts.popitem(last=False)
+        dicts.held_after_pruning = len(dicts)
 
 
 def _unreferenced(obj: Any) -> bool:
