@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from . import tracking
 from .errors import CorruptObject, UnsupportedObject, install_hint
+from .merge import MESSAGES_AT
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 MESSAGES_KEY = "messages"
 _NO_MESSAGES = "statevcs.no_messages_key"
 _NULL_MESSAGES = "statevcs.messages_null"
-_MESSAGES_AT = "statevcs.messages_at"
+_MESSAGES_AT = MESSAGES_AT
 """Where ``"messages"`` stood among a dict's keys, when not first (the state keeps its order)."""
 
 

