@@ -6,6 +6,8 @@ that commit did not test: merges, diffs, the git mirror on every store, upgrades
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import statevcs
+from statevcs.diff import OrderChange
 from statevcs.errors import MergeConflict
 from statevcs.hashing import from_hex
 from statevcs.merge import MESSAGES_AT, merge_snapshots, same
@@ -155,3 +158,60 @@ def test_any_merge_of_ordered_dicts_checks_out_and_keeps_one_sides_order(
         [k for k in theirs if k in out] + [k for k in keys if k not in theirs],
     )
     assert not repo.fsck().problems
+
+
+# --- diffs --------------------------------------------------------------------------------
+
+
+def test_a_diff_of_a_reorder_only_commit_names_the_order(repo: statevcs.Repo) -> None:
+    first = repo.commit({"a": 1, "b": 2, "messages": []}, message="sorted")
+    second = repo.commit({"b": 2, "a": 1, "messages": []}, message="reordered")
+    result = repo.diff(first.id, second.id)
+    assert not result.is_empty  # the snapshots differ: a diff must not say "no differences"
+    assert result.order == (OrderChange("state", ("a", "b"), ("b", "a")),)
+    assert "state key order: 'a', 'b' -> 'b', 'a'" in str(result)
+    assert repo.diff(second.id, second.id).is_empty
+
+
+def test_a_diff_names_the_order_of_the_keys_both_sides_hold(repo: statevcs.Repo) -> None:
+    first = repo.commit(statevcs.Snapshot(kind="k", state={"c": 1, "a": 2}), message="1")
+    # "b" is new and "c" stays before "a": no order change, one added key.
+    second = repo.commit(statevcs.Snapshot(kind="k", state={"c": 1, "b": 0, "a": 2}), message="2")
+    result = repo.diff(first.id, second.id)
+    assert result.order == ()
+    assert [(c.key, c.kind) for c in result.state] == [("b", "added")]
+    third = repo.commit(
+        statevcs.Snapshot(kind="k", state={"a": 2}, extras={"y": 1, "x": 2}), message="3"
+    )
+    assert repo.diff(second.id, third.id).order == ()  # one common state key, sorted extras
+    fourth = repo.commit(
+        statevcs.Snapshot(kind="k", state={"a": 2}, extras={"x": 2, "y": 1}), message="4"
+    )
+    assert repo.diff(third.id, fourth.id).order == (OrderChange("extras", ("y", "x"), ("x", "y")),)
+
+
+def test_the_cli_and_mcp_diffs_name_the_order(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from statevcs.cli import cli
+    from statevcs.mcpserver import queries
+
+    with statevcs.Repo.init(tmp_path / "r") as repo:
+        repo.commit({"a": 1, "b": 2}, message="sorted")
+        repo.commit({"b": 2, "a": 1}, message="reordered")
+        answer = queries.diff(repo, "HEAD~1", "HEAD")
+    assert answer["empty"] is False
+    assert answer["order"] == [{"field": "state", "a": ["a", "b"], "b": ["b", "a"]}]
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["-C", str(tmp_path / "r"), "diff", "HEAD~1", "HEAD"])
+    assert shown.exit_code == 0, shown.output
+    assert 'state key order: ["a", "b"] → ["b", "a"]' in shown.output
+    assert "(no differences)" not in shown.output
+    data = runner.invoke(cli, ["-C", str(tmp_path / "r"), "diff", "HEAD~1", "HEAD", "--json"])
+    assert json.loads(data.output)["order"] == [
+        {"field": "state", "old": ["a", "b"], "new": ["b", "a"]}
+    ]
+    code = runner.invoke(
+        cli, ["-C", str(tmp_path / "r"), "diff", "HEAD~1", "HEAD", "--exit-code"]
+    ).exit_code
+    assert code == 1
