@@ -7,6 +7,8 @@ that commit did not test: merges, diffs, the git mirror on every store, upgrades
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -215,3 +217,111 @@ def test_the_cli_and_mcp_diffs_name_the_order(tmp_path: Path) -> None:
         cli, ["-C", str(tmp_path / "r"), "diff", "HEAD~1", "HEAD", "--exit-code"]
     ).exit_code
     assert code == 1
+
+
+# --- the git mirror -----------------------------------------------------------------------
+
+
+def git(*args: str | Path) -> str:
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(Path.cwd()), "PATH": os.environ["PATH"]}
+    done = subprocess.run(["git", *map(str, args)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def ordered_history(repo: statevcs.Repo) -> None:
+    """Commits whose state and extras record an order: small, prolly-sized and merged."""
+    big = {f"k{index:03d}": {"v": index} for index in range(60, 0, -1)}  # a stored map
+    repo.commit({"turn": 1, "messages": [{"role": "user", "n": 1}], **big}, message="big")
+    repo.branch("side")
+    repo.commit(
+        statevcs.Snapshot(
+            kind="k", state={"d": 1, "c": [2]}, extras={"f": 1, "e": {"z": 0, "y": 1}}
+        ),
+        message="snapshot",
+    )
+    commit_on(repo, "side", [("b", 1), ("messages", []), ("a", 2)])
+    repo.merge("main", "side", strategy="theirs")
+
+
+def rev_parse(mirror: Path, *refs: str) -> list[str]:
+    return git("-C", mirror, "rev-parse", *refs).split()
+
+
+@pytest.mark.parametrize(
+    ("source", "target"), [("memory", "sqlite"), ("sqlite", "s3"), ("s3", "memory")]
+)
+def test_an_ordered_history_round_trips_the_mirror_on_every_store(
+    source: str, target: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    from statevcs.mirror.git import export_git, import_git
+
+    def open_store(kind: str, name: str) -> statevcs.Repo:
+        if kind == "s3":
+            return statevcs.Repo.init(request.getfixturevalue("s3_url"))  # one per test
+        return statevcs.Repo.init("memory://" if kind == "memory" else tmp_path / name)
+
+    repo = open_store(source, "a")
+    ordered_history(repo)
+    export_git(repo, tmp_path / "first")
+    copy = open_store(target, "b")
+    import_git(copy, tmp_path / "first")
+    assert copy.refs.as_hex() == repo.refs.as_hex()
+    for commit in repo.log_all():
+        assert checked_out(copy, commit.id) == checked_out(repo, commit.id)
+        assert list(checked_out(copy, commit.id)) == list(checked_out(repo, commit.id))
+        assert list(copy.show(commit.id).extras) == list(repo.show(commit.id).extras)
+    export_git(copy, tmp_path / "second")
+    refs = ["refs/heads/main", "refs/heads/side"]
+    assert rev_parse(tmp_path / "second", *refs) == rev_parse(tmp_path / "first", *refs)
+    assert not copy.fsck().problems
+    repo.close()
+    copy.close()
+
+
+def test_a_state_json_reordered_with_git_imports_as_a_new_commit(tmp_path: Path) -> None:
+    from statevcs.mirror.git import export_git, import_git
+
+    repo = statevcs.Repo.init(tmp_path / "r")
+    repo.commit({"a": 1, "b": 2, "messages": []}, message="sorted")
+    mirror = tmp_path / "mirror"
+    export_git(repo, mirror)
+    state = json.loads((mirror / "state.json").read_text())
+    (mirror / "state.json").write_text(json.dumps(dict(reversed(state.items())), indent=2))
+    git("-C", mirror, "add", "state.json")
+    git("-C", mirror, "-c", "user.name=G", "-c", "user.email=g@x", "commit", "-q", "-m", "ba")
+    before = repo.resolve("main")
+    report = import_git(repo, mirror)
+    assert (report.commits_imported, report.commits_from_git) == (1, 1)
+    assert repo.get_commit("main").parents == (before,)
+    assert list(checked_out(repo, "main")) == ["b", "a", "messages"]
+    assert repo.diff(before, "main").order == (OrderChange("state", ("a", "b"), ("b", "a")),)
+
+
+def test_a_state_json_reordered_in_place_is_refused(tmp_path: Path) -> None:
+    from statevcs.errors import GitMirrorError
+    from statevcs.mirror.git import export_git, import_git
+
+    repo = statevcs.Repo.init(tmp_path / "r")
+    repo.commit({"b": 1, "a": 2}, message="ordered")
+    mirror = tmp_path / "mirror"
+    export_git(repo, mirror)
+    state = json.loads((mirror / "state.json").read_text())
+    assert list(state) == ["b", "a"]
+    (mirror / "state.json").write_text(json.dumps({"a": 2, "b": 1}, indent=2))
+    git("-C", mirror, "add", "state.json")
+    # The same statevcs.json, so the files claim the recorded snapshot: never a wrong id.
+    git(
+        "-C",
+        mirror,
+        "-c",
+        "user.name=G",
+        "-c",
+        "user.email=g@x",
+        "commit",
+        "-q",
+        "--amend",
+        "--no-edit",
+    )
+    with pytest.raises(GitMirrorError, match="changed without a new commit"):
+        import_git(statevcs.Repo.init("memory://"), mirror)
