@@ -229,19 +229,22 @@ def git(*args: str | Path) -> str:
     return done.stdout
 
 
-def ordered_history(repo: statevcs.Repo) -> None:
+def ordered_history(repo: statevcs.Repo, main: str = "main", side: str = "side") -> None:
     """Commits whose state and extras record an order: small, prolly-sized and merged."""
     big = {f"k{index:03d}": {"v": index} for index in range(60, 0, -1)}  # a stored map
-    repo.commit({"turn": 1, "messages": [{"role": "user", "n": 1}], **big}, message="big")
-    repo.branch("side")
+    repo.commit(
+        {"turn": 1, "messages": [{"role": "user", "n": 1}], **big}, message="big", branch=main
+    )
+    repo.branch(side, main)
     repo.commit(
         statevcs.Snapshot(
             kind="k", state={"d": 1, "c": [2]}, extras={"f": 1, "e": {"z": 0, "y": 1}}
         ),
         message="snapshot",
+        branch=main,
     )
-    commit_on(repo, "side", [("b", 1), ("messages", []), ("a", 2)])
-    repo.merge("main", "side", strategy="theirs")
+    commit_on(repo, side, [("b", 1), ("messages", []), ("a", 2)])
+    repo.merge(main, side, strategy="theirs")
 
 
 def rev_parse(mirror: Path, *refs: str) -> list[str]:
@@ -325,3 +328,60 @@ def test_a_state_json_reordered_in_place_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(GitMirrorError, match="changed without a new commit"):
         import_git(statevcs.Repo.init("memory://"), mirror)
+
+
+# --- upgrades, gc, fsck and other processes -----------------------------------------------
+
+
+def test_an_upgraded_format_1_repository_keeps_the_order_of_what_it_imported(
+    tmp_path: Path,
+) -> None:
+    # A format-1 repository can hold version-3 snapshots: an ordered mirror imports into it
+    # with its ids. The upgrade rewrites those commits (their parents change): the order stays.
+    from statevcs.mirror.git import export_git, import_git
+    from tests.test_upgrade import unpack_fixture
+
+    source = statevcs.Repo.init(tmp_path / "source")
+    ordered_history(source, "ordered", "ordered-side")
+    export_git(source, tmp_path / "mirror")
+    folder, _, _ = unpack_fixture(tmp_path)
+    with statevcs.Repo.open(folder) as repo:
+        assert repo.storage_format == 1
+        import_git(repo, tmp_path / "mirror")
+        expected = {c.id: checked_out(source, c.id) for c in source.log_all()}
+        assert snapshot_object(repo, "ordered-side").version == ORDERED_SNAPSHOT_FORMAT
+        # A commit of an unsorted dict in format 1 reads back sorted (documented).
+        repo.commit({"z": 1, "messages": [], "y": 2}, message="format 1", branch="old")
+        assert list(checked_out(repo, "old")) == ["messages", "y", "z"]
+        repo.upgrade()
+        for commit_id, state in expected.items():
+            assert list(checked_out(repo, commit_id).items()) == list(state.items())
+        repo.commit({"z": 1, "messages": [], "y": 2}, message="format 2", branch="new")
+        assert list(checked_out(repo, "new")) == ["z", "messages", "y"]
+        repo.gc("0", expire_reflog="0")
+        assert repo.fsck().ok
+        for commit_id, state in expected.items():
+            assert list(checked_out(repo, commit_id).items()) == list(state.items())
+        assert list(checked_out(repo, "new")) == ["z", "messages", "y"]
+
+
+def test_gc_and_fsck_keep_every_ordered_snapshot(repo: statevcs.Repo) -> None:
+    ordered_history(repo)
+    tips = {name: checked_out(repo, name) for name in ("main", "side")}
+    repo.commit({"dropped": 1, "a": 0}, message="to collect", branch="gone")
+    repo.delete_branch("gone")
+    repo.gc("0", expire_reflog="0")
+    report = repo.fsck()
+    assert report.ok, report.problems
+    for name, state in tips.items():
+        assert list(checked_out(repo, name).items()) == list(state.items())
+
+
+def test_a_cold_s3_handle_reads_the_committed_order(s3_url: str) -> None:
+    with statevcs.Repo.init(s3_url) as repo:
+        ordered_history(repo)
+        expected = {c.id: checked_out(repo, c.id) for c in repo.log_all()}
+    with statevcs.Repo.open(s3_url + "&cache=none") as cold:
+        for commit_id, state in expected.items():
+            assert list(checked_out(cold, commit_id).items()) == list(state.items())
+            assert list(cold.show(commit_id).extras) == list(cold.show(commit_id).extras)
