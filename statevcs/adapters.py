@@ -350,7 +350,7 @@ class DictAdapter:
         elif isinstance(messages, tracking.TrackedMessages):
             tracking.begin(obj, current_repo(), [messages], eager=False)
         state = {k: v for k, v in obj.items() if k != MESSAGES_KEY and k not in skip}
-        if MESSAGES_KEY in obj and next(iter(obj)) != MESSAGES_KEY and _keeps_order():
+        if MESSAGES_KEY in obj and next(iter(obj)) != MESSAGES_KEY:
             position = [k for k in obj if k not in skip].index(MESSAGES_KEY)
             if position:  # a transient key first is not a position to keep
                 extras[_MESSAGES_AT] = position
@@ -407,12 +407,6 @@ class DictAdapter:
                 lambda _index, tracked: obj.__setitem__(MESSAGES_KEY, tracked),
                 commit=current_sync(),
             )
-
-
-def _keeps_order() -> bool:
-    """Whether the repository committing keeps a dict's key order: format 1 reads state keys
-    back sorted, where a place for ``"messages"`` among them would be neither order."""
-    return getattr(current_repo(), "storage_format", 2) >= 2
 
 
 def _messages_position(snapshot: Snapshot, keys: int) -> int:
