@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,15 @@ from hypothesis import strategies as st
 
 import statevcs
 from statevcs.diff import OrderChange
-from statevcs.errors import MergeConflict
-from statevcs.hashing import from_hex
+from statevcs.errors import CorruptObject, MergeConflict, MissingObject
+from statevcs.hashing import from_hex, to_hex
 from statevcs.merge import MESSAGES_AT, merge_snapshots, same
-from statevcs.objects import ORDERED_SNAPSHOT_FORMAT, SnapshotObject
+from statevcs.objects import (
+    ORDERED_SNAPSHOT_FORMAT,
+    PACKED_SNAPSHOT_FORMAT,
+    SnapshotObject,
+    encode_with_id,
+)
 
 
 def snapshot_object(repo: statevcs.Repo, revision: str = "main") -> SnapshotObject:
@@ -386,3 +392,82 @@ def test_a_cold_s3_handle_reads_the_committed_order(s3_url: str) -> None:
         for commit_id, state in expected.items():
             assert list(checked_out(cold, commit_id).items()) == list(state.items())
             assert list(cold.show(commit_id).extras) == list(cold.show(commit_id).extras)
+
+
+# --- hostile snapshots --------------------------------------------------------------------
+
+
+def _forge(repo: statevcs.Repo, stored: SnapshotObject, state_order: tuple[int, ...]) -> str:
+    """Commit ``stored`` claiming ``state_order`` (its extras order kept) on branch ``forged``."""
+    extras_order = stored.extras_order
+    ordered = bool(state_order or extras_order)
+    forged = SnapshotObject(
+        stored.kind,
+        stored.messages,
+        stored.tail,
+        stored.state,
+        stored.extras,
+        stored.state_codec,
+        ORDERED_SNAPSHOT_FORMAT if ordered else PACKED_SNAPSHOT_FORMAT,
+        state_order,
+        extras_order,
+    )
+    snapshot_id, data = encode_with_id(forged)
+    repo.objects.put({snapshot_id: data})
+    commit_id = repo.objects.write_commit(
+        snapshot_id, [], message="forged", author="x <x@example.com>", timestamp=datetime.now(UTC)
+    )
+    repo.refs.set("refs/heads/forged", commit_id)
+    return to_hex(commit_id)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    count=st.integers(0, 40),
+    wide=st.booleans(),
+    off=st.sampled_from([0, 0, 0, 1, -1, 3, -3]),
+    data=st.data(),
+)
+def test_a_forged_order_reads_back_as_that_permutation_or_is_refused(
+    count: int, wide: bool, off: int, data: st.DataObject
+) -> None:
+    claimed = max(0, count + off)  # an order over as many keys as the map holds, or not
+    # Inline maps (a few short values) and stored ones (many, or wide values) alike.
+    repo = statevcs.Repo.init("memory://")
+    state = {f"k{i:02d}": ("v" * 70 if wide else i) for i in range(count)}
+    repo.commit(statevcs.Snapshot(kind="k", state=state, extras={"b": 1, "a": 2}), message="m")
+    stored = snapshot_object(repo)
+    order = tuple(data.draw(st.permutations(range(claimed))))
+    if order == tuple(range(claimed)):
+        order = ()  # the sorted order is recorded as none
+    forged = _forge(repo, stored, order)
+    if claimed == count or not order:
+        out = repo.show(forged)
+        keys = sorted(state)
+        assert list(out.state) == ([keys[i] for i in order] if order else keys)
+        assert list(out.extras) == ["b", "a"]
+        assert repo.fsck().ok
+    else:
+        with pytest.raises(CorruptObject, match="key order names"):
+            repo.show(forged)
+        live: dict[str, Any] = {"kept": 1}
+        with pytest.raises(CorruptObject):
+            repo.checkout(live, forged)
+        assert live == {"kept": 1}
+        assert any("key order names" in p for p in repo.fsck().problems)
+
+
+def test_an_order_on_a_missing_map_is_named_missing_by_fsck(tmp_path: Path) -> None:
+    repo = statevcs.Repo.init(tmp_path / "r")
+    state = {f"k{i:02d}": "v" * 70 for i in range(30, 0, -1)}  # a stored map, in an order
+    repo.commit(statevcs.Snapshot(kind="k", state=state), message="m")
+    stored = snapshot_object(repo)
+    assert isinstance(stored.state, bytes) and stored.state_order
+    assert repo.store.delete_many([stored.state]) == 1  # what a damaged disk leaves
+    repo.close()
+    with statevcs.Repo.open(tmp_path / "r") as reopened:
+        with pytest.raises(MissingObject):
+            reopened.show("main")
+        problems = reopened.fsck().problems
+        assert any(to_hex(stored.state) in p and "missing" in p for p in problems), problems
+        assert not any("key order" in p for p in problems)  # the walk names it once
