@@ -471,3 +471,21 @@ def test_an_order_on_a_missing_map_is_named_missing_by_fsck(tmp_path: Path) -> N
         problems = reopened.fsck().problems
         assert any(to_hex(stored.state) in p and "missing" in p for p in problems), problems
         assert not any("key order" in p for p in problems)  # the walk names it once
+
+
+def test_a_commit_that_merges_keeps_another_writers_reorder(tmp_path: Path) -> None:
+    with statevcs.Repo.init(tmp_path / "r") as first:
+        first.commit({"a": 1, "b": 2, "messages": []}, message="base")
+    with statevcs.Repo.open(tmp_path / "r") as mine, statevcs.Repo.open(tmp_path / "r") as theirs:
+        live: dict[str, Any] = {}
+        mine.checkout(live, "main")
+        other: dict[str, Any] = {}
+        theirs.checkout(other, "main")
+        other.clear()
+        other.update({"messages": [], "b": 2, "a": 1})  # a reorder, "messages" now first
+        theirs.commit(other, message="reordered")
+        live["c"] = 3
+        merged = mine.commit(live, message="c", on_conflict="merge")
+        assert len(merged.parents) == 2
+        assert list(live.items()) == [("messages", []), ("b", 2), ("a", 1), ("c", 3)]
+        assert list(checked_out(mine, merged.id).items()) == list(live.items())
