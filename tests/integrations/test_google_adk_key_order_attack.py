@@ -1,5 +1,5 @@
-"""The committed key order through the framework integrations, compared with each framework's
-own store on the same calls: Google ADK session state (own keys, then ``app:`` and ``user:``)."""
+"""Google ADK and the committed key order: session state (own keys, then ``app:`` and ``user:``
+keys) comes back as ADK's own InMemorySessionService gives it on the same calls."""
 
 from __future__ import annotations
 
