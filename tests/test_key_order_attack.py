@@ -489,3 +489,23 @@ def test_a_commit_that_merges_keeps_another_writers_reorder(tmp_path: Path) -> N
         assert len(merged.parents) == 2
         assert list(live.items()) == [("messages", []), ("b", 2), ("a", 1), ("c", 3)]
         assert list(checked_out(mine, merged.id).items()) == list(live.items())
+
+
+def test_fsck_checks_every_order_over_a_shared_map_once_read(repo: statevcs.Repo) -> None:
+    # Orders over one stored map, met before and after the walk reads it: fsck names the
+    # snapshot whose order does not cover the map, and no other.
+    state = {f"k{i:02d}": "v" * 70 for i in range(20, 0, -1)}
+    repo.commit(statevcs.Snapshot(kind="k", state=state), message="ordered")
+    stored = snapshot_object(repo)
+    assert isinstance(stored.state, bytes)
+    good = _forge(repo, stored, tuple(range(19, -1, -1)))
+    repo.branch("good", good)
+    bad = _forge(repo, stored, (1, 0))
+    repo.branch("bad", bad)
+    repo.delete_branch("forged")
+    repo.commit(statevcs.Snapshot(kind="k", state={"b": 1, "a": 2}), message="inline order")
+    problems = list(repo.fsck().problems)
+    assert problems == [
+        f"object {repo.get_commit(bad).snapshot_id} is corrupt: its state key order names 2 "
+        "keys where its state map holds 20"
+    ]
