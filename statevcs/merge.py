@@ -110,6 +110,10 @@ def merge_snapshots(
     ``fallback`` settles conflicts a resolver does not cover (messages, extras, kind); it
     defaults to ``strategy`` when that is a side name. Raises :class:`MergeConflict` listing
     every unsettled conflict.
+
+    Keys keep the order of the side that reordered them (a dict's ``"messages"`` place
+    included); when both sides did, the order of the side ``fallback`` or ``strategy`` names,
+    else ours. A reorder never conflicts; a value whose dict keys were reordered is changed.
     """
     if strategy is not None and not callable(strategy) and strategy not in ("ours", "theirs"):
         raise TypeError(f"strategy must be 'ours', 'theirs' or a callable, got {strategy!r}")
@@ -185,15 +189,17 @@ def merge_snapshots(
         resolved,
         "extras",
     )
-    # Keys follow the order of the side that changed it (ours when both or neither did).
-    state_first = _order_side(base.state, ours.state, theirs.state, at[0] != at[1], at[0] != at[2])
+    # Keys follow the order of the side that changed it; when both did, the strategy's side
+    # (ours without one). Keys only the other side holds follow them.
+    moved = (at[0] != at[1], at[0] != at[2])
+    state_first = _order_side(base.state, ours.state, theirs.state, moved, side)
     state = _ordered(state, (ours.state, theirs.state)[state_first])
     if placed:
         start = (ours, theirs)[state_first]
         kept = [k for k in list(start.state)[: at[1 + state_first] or 0] if k in state]
         if kept:
             extras[MESSAGES_AT] = len(kept)
-    extras_first = _order_side(base.extras, ours.extras, theirs.extras, False, False)
+    extras_first = _order_side(base.extras, ours.extras, theirs.extras, (False, False), side)
     extras = _ordered(extras, (ours.extras, theirs.extras)[extras_first])
     if state_conflicts:
         problems.insert(
@@ -242,14 +248,17 @@ def _order_side(
     base: Mapping[str, Any],
     ours: Mapping[str, Any],
     theirs: Mapping[str, Any],
-    ours_moved: bool,
-    theirs_moved: bool,
+    moved: tuple[bool, bool],
+    side: Side | None,
 ) -> int:
-    """0 (ours) or 1 (theirs): the side whose key order a merge keeps. Theirs only when they
-    alone reordered (``*_moved``: the side also moved something else, such as the messages)."""
-    ours_changed = ours_moved or _reordered(base, ours)
-    theirs_changed = theirs_moved or _reordered(base, theirs)
-    return 1 if theirs_changed and not ours_changed else 0
+    """0 (ours) or 1 (theirs): the side whose key order a merge keeps. The side that alone
+    reordered (``moved``: ours, theirs also moved something else, such as the messages);
+    when both did, the strategy's side, else ours."""
+    ours_changed = moved[0] or _reordered(base, ours)
+    theirs_changed = moved[1] or _reordered(base, theirs)
+    if ours_changed and theirs_changed:
+        return 1 if side == "theirs" else 0
+    return 1 if theirs_changed else 0
 
 
 def _ordered(merged: dict[str, Any], first: Mapping[str, Any]) -> dict[str, Any]:

@@ -509,3 +509,16 @@ def test_fsck_checks_every_order_over_a_shared_map_once_read(repo: statevcs.Repo
         f"object {repo.get_commit(bad).snapshot_id} is corrupt: its state key order names 2 "
         "keys where its state map holds 20"
     ]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "expected"), [(None, "ours"), ("ours", "ours"), ("theirs", "theirs")]
+)
+def test_when_both_sides_reorder_the_strategy_picks_the_order(strategy: Any, expected: str) -> None:
+    base = statevcs.Snapshot(kind="k", state={"a": 1, "b": 2, "c": 3})
+    ours = statevcs.Snapshot(kind="k", state={"c": 3, "b": 2, "a": 1})
+    theirs = statevcs.Snapshot(kind="k", state={"b": 2, "a": 1, "c": 3, "d": 4})
+    merged = merge_snapshots(base, ours, theirs, strategy=strategy).snapshot
+    assert list(merged.state) == (
+        ["c", "b", "a", "d"] if expected == "ours" else ["b", "a", "c", "d"]
+    )
