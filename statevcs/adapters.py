@@ -351,7 +351,8 @@ class DictAdapter:
             tracking.begin(obj, current_repo(), [messages], eager=False)
         state = {k: v for k, v in obj.items() if k != MESSAGES_KEY and k not in skip}
         if MESSAGES_KEY in obj and next(iter(obj)) != MESSAGES_KEY:
-            position = [k for k in obj if k not in skip].index(MESSAGES_KEY)
+            # Among the committed keys ("messages" counts even when marked transient).
+            position = [k for k in obj if k == MESSAGES_KEY or k not in skip].index(MESSAGES_KEY)
             if position:  # a transient key first is not a position to keep
                 extras[_MESSAGES_AT] = position
         from .model import Snapshot  # pydantic loads with the first capture

@@ -522,3 +522,19 @@ def test_when_both_sides_reorder_the_strategy_picks_the_order(strategy: Any, exp
     assert list(merged.state) == (
         ["c", "b", "a", "d"] if expected == "ours" else ["b", "a", "c", "d"]
     )
+
+
+# --- the dict adapter ---------------------------------------------------------------------
+
+
+def test_a_dict_whose_messages_key_is_transient_commits(repo: statevcs.Repo) -> None:
+    # Before 59cd7ef this committed (messages are always captured); then it raised a bare
+    # ValueError ("'messages' is not in list") when "messages" was not the first key.
+    agent: dict[str, Any] = {"a": 1, "messages": [{"role": "user"}], "b": 2}
+    statevcs.transient(agent, "messages")
+    repo.commit(agent, message="m")
+    assert repo.show("main").messages == [{"role": "user"}]
+    live: dict[str, Any] = {"messages": ["live"]}
+    statevcs.transient(live, "messages")
+    repo.checkout(live, "main")
+    assert list(live.items()) == [("a", 1), ("messages", ["live"]), ("b", 2)]
