@@ -411,15 +411,19 @@ class DictAdapter:
 
 
 def _messages_position(snapshot: Snapshot, keys: int) -> int:
-    """How many state keys came before ``"messages"`` in a committed dict (0 if not recorded)."""
+    """How many state keys came before ``"messages"`` in a committed dict (0 if not recorded).
+
+    A place past the last key (a state key dropped by a commit made with git, say) puts
+    ``"messages"`` last.
+    """
     position = snapshot.extras.get(_MESSAGES_AT, 0)
-    if type(position) is not int or not 0 <= position <= keys:
+    if type(position) is not int or position < 0:
         raise CorruptObject(
             "(snapshot)",
             f"extras[{_MESSAGES_AT!r}] should be a position among the {keys} state keys, "
             f"found {position!r:.40}; the commit was not written by statevcs's dict adapter",
         )
-    return position
+    return min(position, keys)
 
 
 class SnapshotAdapter:

@@ -538,3 +538,34 @@ def test_a_dict_whose_messages_key_is_transient_commits(repo: statevcs.Repo) -> 
     statevcs.transient(live, "messages")
     repo.checkout(live, "main")
     assert list(live.items()) == [("a", 1), ("messages", ["live"]), ("b", 2)]
+
+
+def test_a_state_key_deleted_with_git_still_checks_out_into_a_dict(tmp_path: Path) -> None:
+    # "messages" stood after two keys; a commit made with git drops one of them (extras.json,
+    # with the place, untouched): the place is past the state's end, "messages" goes last.
+    from statevcs.mirror.git import export_git, import_git
+
+    repo = statevcs.Repo.init(tmp_path / "r")
+    repo.commit({"a": 1, "b": 2, "messages": [{"role": "user"}]}, message="m")
+    mirror = tmp_path / "mirror"
+    export_git(repo, mirror)
+    (mirror / "state.json").write_text(json.dumps({"a": 1}, indent=2))
+    git("-C", mirror, "add", "state.json")
+    git("-C", mirror, "-c", "user.name=G", "-c", "user.email=g@x", "commit", "-q", "-m", "no b")
+    import_git(repo, mirror)
+    assert repo.show("main").extras == {MESSAGES_AT: 2}
+    assert list(checked_out(repo, "main").items()) == [("a", 1), ("messages", [{"role": "user"}])]
+
+
+@pytest.mark.parametrize("place", [-1, "1", True, 1.0, None])
+def test_a_place_for_messages_that_is_no_count_is_refused_and_nothing_changes(
+    place: Any,
+) -> None:
+    repo = statevcs.Repo.init("memory://")
+    repo.commit(
+        statevcs.Snapshot(kind="dict", state={"a": 1}, extras={MESSAGES_AT: place}), message="m"
+    )
+    live: dict[str, Any] = {"kept": 1}
+    with pytest.raises(CorruptObject, match="should be a position"):
+        repo.checkout(live, "main")
+    assert live == {"kept": 1}
