@@ -569,3 +569,38 @@ def test_a_place_for_messages_that_is_no_count_is_refused_and_nothing_changes(
     with pytest.raises(CorruptObject, match="should be a position"):
         repo.checkout(live, "main")
     assert live == {"kept": 1}
+
+
+# --- experiments --------------------------------------------------------------------------
+
+
+def test_compare_names_a_turn_whose_state_differs_only_in_order(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from statevcs.cli import cli
+    from statevcs.experiments import compare
+
+    def reply(text: str) -> dict[str, Any]:
+        return {"role": "assistant", "content": [{"text": text}]}
+
+    with statevcs.Repo.init(tmp_path / "r") as repo:
+        question = {"role": "user", "content": [{"text": "Q0"}]}
+        repo.commit({"messages": [question], "plan": "a", "step": 0}, message="asked")
+        repo.branch("other", "main")
+        # The same values, "step" first on the other run (whose answer differs too).
+        repo.commit({"messages": [question, reply("A")], "plan": "a", "step": 0}, message="a")
+        repo.commit(
+            {"step": 0, "messages": [question, reply("B")], "plan": "a"},
+            message="b",
+            branch="other",
+        )
+        result = compare(repo, "main", "other")
+        first = result.turns[0]
+        assert (first.status, first.state) == ("diverged", ())
+        assert first.order == (OrderChange("state", ("plan", "step"), ("step", "plan")),)
+        assert result.to_dict()["turns"][0]["order"] == [
+            {"field": "state", "a": ["plan", "step"], "b": ["step", "plan"]}
+        ]
+    shown = CliRunner().invoke(cli, ["-C", str(tmp_path / "r"), "compare", "main", "other"])
+    assert shown.exit_code == 0, shown.output
+    assert "state key order differs" in shown.output
