@@ -354,7 +354,8 @@ class DictAdapter:
             # Among the committed keys ("messages" counts even when marked transient).
             position = [k for k in obj if k == MESSAGES_KEY or k not in skip].index(MESSAGES_KEY)
             if position:  # a transient key first is not a position to keep
-                extras[_MESSAGES_AT] = position
+                # First: the adapter's own extras stay sorted (no key order to record).
+                extras = {_MESSAGES_AT: position, **extras}
         from .model import Snapshot  # pydantic loads with the first capture
 
         return Snapshot.model_construct(

@@ -604,3 +604,16 @@ def test_compare_names_a_turn_whose_state_differs_only_in_order(tmp_path: Path) 
     shown = CliRunner().invoke(cli, ["-C", str(tmp_path / "r"), "compare", "main", "other"])
     assert shown.exit_code == 0, shown.output
     assert "state key order differs" in shown.output
+
+
+@pytest.mark.parametrize("messages", [None, "absent", []])
+def test_the_dict_adapters_own_extras_record_no_order(messages: Any) -> None:
+    # {"a": 1, "messages": None}: a sorted state, so a version-2 snapshot; its extras (where
+    # "messages" stood, and that it was None) were kept unsorted, a key order of their own.
+    repo = statevcs.Repo.init("memory://")
+    agent: dict[str, Any] = {"a": 1} if messages == "absent" else {"a": 1, "messages": messages}
+    repo.commit(agent, message="m")
+    assert snapshot_object(repo).version == PACKED_SNAPSHOT_FORMAT
+    out: dict[str, Any] = {}
+    repo.checkout(out, "main")
+    assert list(out.items()) == list(agent.items())
