@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         transient_keys,
         unregister_adapter,
     )
-    from .diff import MessageChange, MessagesDiff, SnapshotDiff, ValueChange
+    from .diff import MessageChange, MessagesDiff, OrderChange, SnapshotDiff, ValueChange
     from .durations import InvalidDuration
     from .errors import (
         AmbiguousRevision,
@@ -86,6 +86,7 @@ _EXPORTS: dict[str, str] = {
     "unregister_adapter": ".adapters",
     "MessageChange": ".diff",
     "MessagesDiff": ".diff",
+    "OrderChange": ".diff",
     "SnapshotDiff": ".diff",
     "ValueChange": ".diff",
     "InvalidDuration": ".durations",
@@ -171,6 +172,7 @@ __all__ = [
     "MsgpackSerializer",
     "ObjectError",
     "OnConflict",
+    "OrderChange",
     "PickleSerializer",
     "RefConflict",
     "RefError",

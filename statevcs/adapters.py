@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from . import tracking
 from .errors import CorruptObject, UnsupportedObject, install_hint
+from .merge import MESSAGES_AT
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 MESSAGES_KEY = "messages"
 _NO_MESSAGES = "statevcs.no_messages_key"
 _NULL_MESSAGES = "statevcs.messages_null"
-_MESSAGES_AT = "statevcs.messages_at"
+_MESSAGES_AT = MESSAGES_AT
 """Where ``"messages"`` stood among a dict's keys, when not first (the state keeps its order)."""
 
 
@@ -350,9 +351,11 @@ class DictAdapter:
             tracking.begin(obj, current_repo(), [messages], eager=False)
         state = {k: v for k, v in obj.items() if k != MESSAGES_KEY and k not in skip}
         if MESSAGES_KEY in obj and next(iter(obj)) != MESSAGES_KEY:
-            position = [k for k in obj if k not in skip].index(MESSAGES_KEY)
+            # Among the committed keys ("messages" counts even when marked transient).
+            position = [k for k in obj if k == MESSAGES_KEY or k not in skip].index(MESSAGES_KEY)
             if position:  # a transient key first is not a position to keep
-                extras[_MESSAGES_AT] = position
+                # First: the adapter's own extras stay sorted (no key order to record).
+                extras = {_MESSAGES_AT: position, **extras}
         from .model import Snapshot  # pydantic loads with the first capture
 
         return Snapshot.model_construct(
@@ -409,15 +412,19 @@ class DictAdapter:
 
 
 def _messages_position(snapshot: Snapshot, keys: int) -> int:
-    """How many state keys came before ``"messages"`` in a committed dict (0 if not recorded)."""
+    """How many state keys came before ``"messages"`` in a committed dict (0 if not recorded).
+
+    A place past the last key (a state key dropped by a commit made with git, say) puts
+    ``"messages"`` last.
+    """
     position = snapshot.extras.get(_MESSAGES_AT, 0)
-    if type(position) is not int or not 0 <= position <= keys:
+    if type(position) is not int or position < 0:
         raise CorruptObject(
             "(snapshot)",
             f"extras[{_MESSAGES_AT!r}] should be a position among the {keys} state keys, "
             f"found {position!r:.40}; the commit was not written by statevcs's dict adapter",
         )
-    return position
+    return min(position, keys)
 
 
 class SnapshotAdapter:

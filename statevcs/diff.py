@@ -14,7 +14,13 @@ from .hashing import ObjectId
 from .objectdb import ObjectDB
 from .objects import Doc, MapValue, SnapshotObject
 from .serializers import StateSerializer, serializer_for
-from .snapshot import load_snapshot_object, message_ids_from, read_values
+from .snapshot import (
+    extras_entries,
+    load_snapshot_object,
+    message_ids_from,
+    read_values,
+    state_entries,
+)
 from .structures import prolly
 from .structures.maps import read_map
 
@@ -67,6 +73,16 @@ class ValueChange:
 
 
 @dataclass(frozen=True, slots=True)
+class OrderChange:
+    """The keys of ``field`` (``"state"`` or ``"extras"``) kept in another order: the keys
+    both snapshots hold, ``old`` in the old order and ``new`` in the new one."""
+
+    field: Literal["state", "extras"]
+    old: tuple[str, ...]
+    new: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class SnapshotDiff:
     """The structural difference between two snapshots."""
 
@@ -78,6 +94,8 @@ class SnapshotDiff:
     state: tuple[ValueChange, ...]
     extras: tuple[ValueChange, ...]
     nodes_visited: int
+    order: tuple[OrderChange, ...] = ()
+    """State or extras keys that both snapshots hold, committed in another order."""
 
     @property
     def is_empty(self) -> bool:
@@ -87,6 +105,7 @@ class SnapshotDiff:
             and not self.messages.changes
             and not self.state
             and not self.extras
+            and not self.order
         )
 
     def __str__(self) -> str:
@@ -153,9 +172,19 @@ def render(diff: SnapshotDiff) -> str:
                 lines.append(f"  - {c.key} (was {_short(c.old)})")
             else:
                 lines.append(f"  ~ {c.key}: {_short(c.old)} -> {_short(c.new)}")
+    for reordered in diff.order:
+        lines.append(
+            f"{reordered.field} key order: {_keys(reordered.old)} -> {_keys(reordered.new)}"
+        )
     if diff.is_empty:
         lines.append("(no differences)")
     return "\n".join(lines)
+
+
+def _keys(keys: tuple[str, ...], width: int = 60) -> str:
+    """Keys as ``a, b, c`` (shortened past ``width`` characters)."""
+    text = ", ".join(_short(k, 20) for k in keys)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _map_changes(
@@ -235,6 +264,30 @@ def diff_fields(
     return state, extras
 
 
+def diff_orders(db: ObjectDB, old: SnapshotObject, new: SnapshotObject) -> tuple[OrderChange, ...]:
+    """The state and extras keys both snapshots hold whose committed order differs.
+
+    Free when neither snapshot records an order (sorted keys keep their relative order).
+    """
+    changes: list[OrderChange] = []
+    fields: tuple[tuple[Literal["state", "extras"], Any], ...] = (
+        ("state", state_entries),
+        ("extras", extras_entries),
+    )
+    for field, entries in fields:
+        old_order = old.state_order if field == "state" else old.extras_order
+        new_order = new.state_order if field == "state" else new.extras_order
+        if not old_order and not new_order:
+            continue
+        old_keys, new_keys = list(entries(db, old)), list(entries(db, new))
+        kept = set(old_keys) & set(new_keys)
+        before = tuple(k for k in old_keys if k in kept)
+        after = tuple(k for k in new_keys if k in kept)
+        if before != after:
+            changes.append(OrderChange(field, before, after))
+    return tuple(changes)
+
+
 def diff_snapshots(
     db: ObjectDB,
     old_id: ObjectId,
@@ -274,16 +327,19 @@ def diff_snapshots(
         state,
         extras,
         list_diff.nodes_visited,
+        diff_orders(db, old, new),
     )
 
 
 __all__ = [
     "MessageChange",
     "MessagesDiff",
+    "OrderChange",
     "SnapshotDiff",
     "ValueChange",
     "diff_fields",
     "diff_message_ids",
+    "diff_orders",
     "diff_snapshots",
     "render",
 ]

@@ -27,6 +27,7 @@ from .objects import (
     CommitObject,
     Inline,
     ListNode,
+    MapNode,
     SnapshotObject,
     ZstdDictionary,
     children,
@@ -35,7 +36,7 @@ from .objects import (
     leaf_problems,
 )
 from .refs import BRANCH_PREFIX, HEAD, short_name
-from .snapshot import key_order_problems, load_snapshot_object
+from .snapshot import load_snapshot_object
 from .stores.base import Store
 from .structures.maps import read_map
 from .structures.prolly import load_node
@@ -128,6 +129,45 @@ def reachability_roots(store: Store) -> set[ObjectId]:
     return roots
 
 
+class _OrderCheck:
+    """fsck's check that each recorded key order covers its map, made as the walk reads the
+    maps (a snapshot's map is its child), so it costs no read of its own. A map that cannot be
+    read is the walk's to report."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        self.sizes: dict[ObjectId, int] = {}
+        """How many keys each map read so far holds (a map is read once, however shared)."""
+        self.waiting: dict[ObjectId, list[tuple[ObjectId, str, int]]] = {}
+        """Map id -> (snapshot id, "state" or "extras", keys its order names), until read."""
+
+    def snapshot_read(self, snapshot_id: ObjectId, obj: SnapshotObject) -> None:
+        for what, ref, order in (
+            ("state", obj.state, obj.state_order),
+            ("extras", obj.extras, obj.extras_order),
+        ):
+            if not order:
+                continue
+            if isinstance(ref, MapNode):
+                self._check(snapshot_id, what, len(order), len(ref.keys))
+            elif ref in self.sizes:
+                self._check(snapshot_id, what, len(order), self.sizes[ref])
+            else:
+                self.waiting.setdefault(ref, []).append((snapshot_id, what, len(order)))
+
+    def map_read(self, map_id: ObjectId, node: MapNode) -> None:
+        self.sizes[map_id] = len(node.keys)
+        for snapshot_id, what, named in self.waiting.pop(map_id, ()):
+            self._check(snapshot_id, what, named, len(node.keys))
+
+    def _check(self, snapshot_id: ObjectId, what: str, named: int, held: int) -> None:
+        if named != held:
+            self.problems.append(
+                f"object {to_hex(snapshot_id)} is corrupt: its {what} key order names {named} "
+                f"keys where its {what} map holds {held}"
+            )
+
+
 def mark_reachable(
     store: Store,
     roots: set[ObjectId],
@@ -141,7 +181,7 @@ def mark_reachable(
     """
     reachable: set[ObjectId] = set()
     frontier = list(roots)
-    reader: ObjectDB | None = None  # for the maps of snapshots that record a key order
+    orders = _OrderCheck(problems) if problems is not None else None
     while frontier:
         batch = [i for i in dict.fromkeys(frontier) if i not in reachable]
         frontier = []
@@ -168,16 +208,11 @@ def mark_reachable(
                     f"object {to_hex(object_id)} is corrupt: a packed leaf whose {problem}"
                     for problem in leaf_problems(obj)
                 )
-            if (
-                problems is not None
-                and type(obj) is SnapshotObject
-                and obj.version == ORDERED_SNAPSHOT_FORMAT
-            ):
-                reader = ObjectDB(store) if reader is None else reader
-                problems.extend(
-                    f"object {to_hex(object_id)} is corrupt: {problem}"
-                    for problem in key_order_problems(reader, obj)
-                )
+            if orders is not None:
+                if type(obj) is MapNode:
+                    orders.map_read(object_id, obj)
+                elif type(obj) is SnapshotObject and obj.version == ORDERED_SNAPSHOT_FORMAT:
+                    orders.snapshot_read(object_id, obj)
             frontier.extend(children(obj))
         if on_batch is not None:
             on_batch(len(reachable))

@@ -38,6 +38,10 @@ class _Missing:
 MISSING: Any = _Missing()
 """Stands for an absent key: passed to resolvers, and returned by one to delete the key."""
 
+MESSAGES_AT = "statevcs.messages_at"
+"""The dict adapter's extras key: how many state keys stood before ``"messages"``. Part of the
+state's key order, so a merge takes it from the side whose order it takes (never a conflict)."""
+
 Side = Literal["ours", "theirs"]
 Resolver = Callable[[str, Any, Any, Any], Any]
 """``(key, base, ours, theirs) -> value``; any argument may be :data:`MISSING`."""
@@ -57,13 +61,14 @@ def same(a: Any, b: Any) -> bool:
     """Return whether two decoded values are identical in type and content.
 
     Stricter than ``==``: ``1``, ``1.0`` and ``True`` differ, as they serialize differently.
+    Dicts are the same only with their keys in the same order (the order is stored too).
     """
     if a is b:
         return True
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):
-        if len(a) != len(b) or a.keys() != b.keys():
+        if len(a) != len(b) or not all(x == y for x, y in zip(a, b)):
             return False
         return all(same(v, b[k]) for k, v in a.items())
     if isinstance(a, (list, tuple)):
@@ -105,6 +110,10 @@ def merge_snapshots(
     ``fallback`` settles conflicts a resolver does not cover (messages, extras, kind); it
     defaults to ``strategy`` when that is a side name. Raises :class:`MergeConflict` listing
     every unsettled conflict.
+
+    Keys keep the order of the side that reordered them (a dict's ``"messages"`` place
+    included); when both sides did, the order of the side ``fallback`` or ``strategy`` names,
+    else ours. A reorder never conflicts; a value whose dict keys were reordered is changed.
     """
     if strategy is not None and not callable(strategy) and strategy not in ("ours", "theirs"):
         raise TypeError(f"strategy must be 'ours', 'theirs' or a callable, got {strategy!r}")
@@ -165,12 +174,33 @@ def merge_snapshots(
                 f"snapshot kind changed on both sides ({ours.kind!r} vs {theirs.kind!r})"
             )
 
+    # The messages' place is part of the state's order (below), not an extras value of its own.
+    at = [_position(s) for s in (base, ours, theirs)]
+    placed = all(p is not None for p in at)
     state, state_conflicts = _merge_maps(
         base.state, ours.state, theirs.state, side, resolver, resolved, "state"
     )
     extras, extras_conflicts = _merge_maps(
-        base.extras, ours.extras, theirs.extras, side, None, resolved, "extras"
+        _unplaced(base.extras, placed),
+        _unplaced(ours.extras, placed),
+        _unplaced(theirs.extras, placed),
+        side,
+        None,
+        resolved,
+        "extras",
     )
+    # Keys follow the order of the side that changed it; when both did, the strategy's side
+    # (ours without one). Keys only the other side holds follow them.
+    moved = (at[0] != at[1], at[0] != at[2])
+    state_first = _order_side(base.state, ours.state, theirs.state, moved, side)
+    state = _ordered(state, (ours.state, theirs.state)[state_first])
+    if placed:
+        start = (ours, theirs)[state_first]
+        kept = [k for k in list(start.state)[: at[1 + state_first] or 0] if k in state]
+        if kept:
+            extras[MESSAGES_AT] = len(kept)
+    extras_first = _order_side(base.extras, ours.extras, theirs.extras, (False, False), side)
+    extras = _ordered(extras, (ours.extras, theirs.extras)[extras_first])
     if state_conflicts:
         problems.insert(
             0, "state keys changed differently on both sides: " + _listing(state_conflicts)
@@ -193,6 +223,49 @@ def merge_snapshots(
         )
     merged = Snapshot.model_construct(kind=kind, messages=messages, state=state, extras=extras)
     return MergeResult(snapshot=merged, resolved=resolved)
+
+
+def _position(snapshot: Snapshot) -> int | None:
+    """How many state keys stood before ``"messages"`` (0 if not recorded; ``None``: not a
+    count, left to merge as any other extras value)."""
+    position = snapshot.extras.get(MESSAGES_AT, 0)
+    return position if type(position) is int and position >= 0 else None
+
+
+def _unplaced(extras: Mapping[str, Any], placed: bool) -> Mapping[str, Any]:
+    """``extras`` without the messages' place when the merge places the messages itself."""
+    if not placed or MESSAGES_AT not in extras:
+        return extras
+    return {k: v for k, v in extras.items() if k != MESSAGES_AT}
+
+
+def _reordered(base: Mapping[str, Any], side: Mapping[str, Any]) -> bool:
+    """Whether ``side`` changed the order of the keys it shares with ``base``."""
+    return [k for k in side if k in base] != [k for k in base if k in side]
+
+
+def _order_side(
+    base: Mapping[str, Any],
+    ours: Mapping[str, Any],
+    theirs: Mapping[str, Any],
+    moved: tuple[bool, bool],
+    side: Side | None,
+) -> int:
+    """0 (ours) or 1 (theirs): the side whose key order a merge keeps. The side that alone
+    reordered (``moved``: ours, theirs also moved something else, such as the messages);
+    when both did, the strategy's side, else ours."""
+    ours_changed = moved[0] or _reordered(base, ours)
+    theirs_changed = moved[1] or _reordered(base, theirs)
+    if ours_changed and theirs_changed:
+        return 1 if side == "theirs" else 0
+    return 1 if theirs_changed else 0
+
+
+def _ordered(merged: dict[str, Any], first: Mapping[str, Any]) -> dict[str, Any]:
+    """``merged`` with ``first``'s keys first, in its order; the other keys after, as merged."""
+    ordered = {k: merged[k] for k in first if k in merged}
+    ordered.update((k, v) for k, v in merged.items() if k not in ordered)
+    return ordered
 
 
 def _listing(keys: Iterable[str]) -> str:

@@ -1246,6 +1246,7 @@ class _Dicts(OrderedDict[int, tuple[Any, _Sync]]):
     held_after_pruning = 0
     """How many were left the last time the unreferenced ones were forgotten."""
 
+
 _REGISTRIES: dict[str, tuple[_Tracked, _Dicts]] = {}
 _REGISTRIES_LOCK = threading.Lock()
 

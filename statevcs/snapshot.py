@@ -481,28 +481,6 @@ def in_committed_order(
     return {keys[index]: entries[keys[index]] for index in order}
 
 
-def key_order_problems(db: ObjectDB, obj: SnapshotObject) -> list[str]:
-    """What is wrong with a snapshot's recorded key orders (fsck): orders that do not cover
-    their map. A map that cannot be read is left to the walk that reads it."""
-    problems: list[str] = []
-    for what, ref, order in (
-        ("state", obj.state, obj.state_order),
-        ("extras", obj.extras, obj.extras_order),
-    ):
-        if not order:
-            continue
-        try:
-            entries = read_map(db, ref)
-        except (CorruptObject, MissingObject):
-            continue
-        if len(entries) != len(order):
-            problems.append(
-                f"its {what} key order names {len(order)} keys where its {what} map holds "
-                f"{len(entries)}"
-            )
-    return problems
-
-
 def state_entries(
     db: ObjectDB, obj: SnapshotObject, where: str = "(snapshot)"
 ) -> dict[str, MapValue]:

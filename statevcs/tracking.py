@@ -31,6 +31,8 @@ from typing import Any
 
 import msgpack
 
+from .merge import same
+
 UNCHANGED = 1 << 62
 """``dirty_from`` of a list with no change since the sync."""
 
@@ -744,7 +746,8 @@ def is_clean(lists: Sequence[list[Any]], repo: object, *, key: int = 0, fields: 
         ):
             return False
         if index == 0:
-            if watch.fields != fields:
+            # same(), not ``!=``: a dict whose keys were only reordered commits anew.
+            if not same(watch.fields, fields):
                 return False
             commit = watch.commit
     return bool(lists)

@@ -35,6 +35,8 @@ from statevcs.errors import InvalidRefName
 from statevcs.hashing import to_hex
 from statevcs.objectdb import ObjectDB
 from statevcs.objects import (
+    ORDERED_SNAPSHOT_FORMAT,
+    PACKED_SNAPSHOT_FORMAT,
     Chunked,
     CommitObject,
     ListNode,
@@ -301,6 +303,14 @@ def _wrong_kinds(
 def _replace(snap: SnapshotObject, **fields: Any) -> SnapshotObject:
     values = {name: getattr(snap, name) for name in SnapshotObject.__slots__}
     values.update(fields)
+    # A replaced map drops its recorded key order: one wrong thing per crafted snapshot.
+    for name in ("state", "extras"):
+        if name in fields:
+            values[f"{name}_order"] = ()
+    if values["version"] == ORDERED_SNAPSHOT_FORMAT and not (
+        values["state_order"] or values["extras_order"]
+    ):
+        values["version"] = PACKED_SNAPSHOT_FORMAT
     return SnapshotObject(**values)
 
 

@@ -293,6 +293,7 @@ def diff_json(result: SnapshotDiff, old_id: str, new_id: str) -> dict[str, Any]:
         "extras": [
             {"key": c.key, "kind": c.kind, "old": c.old, "new": c.new} for c in result.extras
         ],
+        "order": [{"field": c.field, "old": list(c.old), "new": list(c.new)} for c in result.order],
     }
 
 
@@ -349,6 +350,15 @@ def print_diff(out: Printer, result: SnapshotDiff, old: Commit, new: Commit) -> 
                         (short(c.new, 60), "green"),
                     )
                 )
+    for reordered in result.order:
+        out.print(
+            text(
+                (f"{reordered.field} key order: ", "bold"),
+                (short(list(reordered.old), 60), "red"),
+                " → ",
+                (short(list(reordered.new), 60), "green"),
+            )
+        )
     if result.is_empty:
         out.print(text(("(no differences)", "dim")))
 

@@ -6,7 +6,15 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..diff import MessageChange, MessagesDiff, ValueChange, diff_fields, diff_message_ids
+from ..diff import (
+    MessageChange,
+    MessagesDiff,
+    OrderChange,
+    ValueChange,
+    diff_fields,
+    diff_message_ids,
+    diff_orders,
+)
 from ..hashing import from_hex
 from ..plain import to_plain
 from .timeline import Turn, turns_between
@@ -37,6 +45,8 @@ class TurnComparison:
     """Tool calls (by name, once per call) run A made in this turn and run B did not."""
     tools_only_b: tuple[str, ...]
     """Tool calls run B made in this turn and run A did not."""
+    order: tuple[OrderChange, ...] = ()
+    """State or extras keys both commits hold, in another order in run B."""
 
     def to_dict(self, *, messages: bool = False) -> dict[str, Any]:
         """A JSON-compatible rendering (``messages=True`` adds each turn's messages)."""
@@ -58,6 +68,7 @@ class TurnComparison:
             "extras": [_change(c) for c in self.extras],
             "tools_only_a": list(self.tools_only_a),
             "tools_only_b": list(self.tools_only_b),
+            "order": [{"field": c.field, "a": list(c.old), "b": list(c.new)} for c in self.order],
         }
 
 
@@ -162,6 +173,7 @@ def compare(repo: Repo, a: str, b: str) -> Comparison:
         messages = _messages_diff(turn_a, turn_b)
         state: tuple[ValueChange, ...] = ()
         extras: tuple[ValueChange, ...] = ()
+        order: tuple[OrderChange, ...] = ()
         if turn_a is None:
             status: TurnStatus = "only_b"
         elif turn_b is None:
@@ -172,6 +184,7 @@ def compare(repo: Repo, a: str, b: str) -> Comparison:
                 old = db.load_snapshot(db.load_commit(from_hex(turn_a.commit)).snapshot)
                 new = db.load_snapshot(db.load_commit(from_hex(turn_b.commit)).snapshot)
                 state, extras = diff_fields(db, old, new, repo.serializer)
+                order = diff_orders(db, old, new)
         compared.append(
             TurnComparison(
                 index,
@@ -183,6 +196,7 @@ def compare(repo: Repo, a: str, b: str) -> Comparison:
                 extras,
                 _only(turn_a, turn_b),
                 _only(turn_b, turn_a),
+                order,
             )
         )
     tip_a = db.load_snapshot(db.load_commit(from_hex(a_commit)).snapshot)

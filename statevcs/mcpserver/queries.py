@@ -176,6 +176,7 @@ def diff(repo: Repo, a: object, b: object = "HEAD") -> dict[str, Any]:
             {"key": c.key, "kind": c.kind, "a": to_plain(c.old), "b": to_plain(c.new)}
             for c in result.extras
         ],
+        "order": [{"field": c.field, "a": list(c.old), "b": list(c.new)} for c in result.order],
     }
 
 

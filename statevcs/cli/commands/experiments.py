@@ -77,6 +77,7 @@ def compare_command(a: str, b: str, with_messages: bool, as_json: bool) -> None:
             notes.append("state differs: " + ", ".join(c.key for c in turn.state))
         if turn.extras:
             notes.append("extras differ: " + ", ".join(c.key for c in turn.extras))
+        notes.extend(f"{c.field} key order differs" for c in turn.order)
         if notes:
             out.print(text(("      " + "; ".join(notes), "dim")))
 

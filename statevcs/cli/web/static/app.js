@@ -531,6 +531,9 @@
       changeTable("diff-state", data.state, "key"),
       el("h2", {}, "Extras"),
       changeTable("diff-extras", data.extras, "key"),
+      (data.order || []).map((o) =>
+        el("p", { class: "order", id: "diff-order-" + o.field }, visible(o.field + " key order: " + o.a.join(", ") + " → " + o.b.join(", "))),
+      ),
     );
   }
 
