@@ -37,34 +37,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_core  # the conversation's turns
+from trees import install, load_tree, loaded  # the A/B's second statevcs tree
 
 STAGES = ("open", "checkout", "- tree (prolly.leaves)", "- messages", "- the rest", "close")
 
 
-def _own(name: str) -> bool:
-    return name == "statevcs" or name.startswith("statevcs.")
-
-
-def _install(modules: dict[str, Any]) -> None:
-    """Make ``modules`` the loaded ``statevcs`` (lazy imports by name find them too)."""
-    for name in [n for n in sys.modules if _own(n)]:
-        del sys.modules[name]
-    sys.modules.update(modules)
-
-
 def _load_tree(root: str | None) -> dict[str, Any]:
-    """Import ``statevcs`` from ``root`` (``None``: this checkout) as modules of its own."""
-    _install({})
-    if root is not None:
-        sys.path.insert(0, root)
-    try:
-        import statevcs.repo
-        import statevcs.snapshot
-        import statevcs.structures.prolly  # noqa: F401 - the stages are timed there
-    finally:
-        if root is not None:
-            sys.path.remove(root)
-    return {name: module for name, module in sys.modules.items() if _own(name)}
+    """Import ``statevcs`` (and what is timed) from ``root`` (``None``: as installed)."""
+    return load_tree(root, "statevcs.repo", "statevcs.snapshot", "statevcs.structures.prolly")
 
 
 def _timed(owner: Any, name: str, into: dict[str, float]) -> None:
@@ -99,7 +79,7 @@ def build(folder: Path, turns: int) -> tuple[Path, Path, int]:
 
 def checkout_parts(modules: dict[str, Any], path: Path, target: dict[str, Any]) -> dict[str, float]:
     """One fresh-handle checkout of ``main`` into ``target``, by stage (seconds of CPU)."""
-    _install(modules)
+    install(modules)
     calls: dict[str, float] = modules["statevcs.snapshot"].__dict__.setdefault("_bench_calls", {})
     calls.clear()
     target.clear()
@@ -112,7 +92,7 @@ def checkout_parts(modules: dict[str, Any], path: Path, target: dict[str, Any]) 
     repo.close()
     closed = clock()
     # What the checkout imported lazily (pydantic's model, the adapters) stays with its tree.
-    modules.update({name: module for name, module in sys.modules.items() if _own(name)})
+    modules.update(loaded())
     leaves, messages = calls.get("leaves", 0.0), calls.get("read_messages", 0.0)
     return {
         "open": opened - start,
@@ -174,7 +154,7 @@ def main() -> int:
             if number:
                 json_runs.append(json_read(state))
             assert all(len(t["messages"]) == count for t in targets.values())
-        _install(trees["new"])
+        install(trees["new"])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     best = {name: minima(found) for name, found in runs.items()}

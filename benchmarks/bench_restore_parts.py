@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peers  # the W1 graph and agent, texts and scripted models
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
+from trees import install, load_tree  # the A/B's second statevcs tree
 
 import statevcs
 from statevcs import repo as repo_module
@@ -230,29 +231,9 @@ def strands(folder: Path, turns: int, rounds: int) -> None:
 # --- A/B against another statevcs tree ----------------------------------------------------
 
 
-def _own(name: str) -> bool:
-    return name == "statevcs" or name.startswith("statevcs.")
-
-
-def _install(modules: dict[str, Any]) -> None:
-    """Make ``modules`` the loaded ``statevcs`` (lazy imports by name find them too)."""
-    for name in [n for n in sys.modules if _own(n)]:
-        del sys.modules[name]
-    sys.modules.update(modules)
-
-
 def _load_tree(root: str | None) -> dict[str, Any]:
-    """Import ``statevcs`` (and its LangGraph integration) from ``root`` (``None``: as
-    installed) as a set of modules of its own."""
-    _install({})
-    if root is not None:
-        sys.path.insert(0, root)
-    try:
-        import statevcs.integrations.langgraph  # noqa: F401 - loads the package too
-    finally:
-        if root is not None:
-            sys.path.remove(root)
-    return {name: module for name, module in sys.modules.items() if _own(name)}
+    """Import ``statevcs`` (and what is timed) from ``root`` (``None``: as installed)."""
+    return load_tree(root, "statevcs.integrations.langgraph")
 
 
 def langgraph_ab(folder: Path, turns: int, rounds: int, against: str) -> None:
@@ -264,7 +245,7 @@ def langgraph_ab(folder: Path, turns: int, rounds: int, against: str) -> None:
     path, sqlite_path = folder / "repo", str(folder / "checkpoints.sqlite")
     connection = sqlite3.connect(sqlite_path, check_same_thread=False)
     ids: dict[str, str] = {}
-    _install(trees["new"])
+    install(trees["new"])
     new = trees["new"]
     with new["statevcs"].Repo.init(path) as repo:
         savers = (
@@ -287,7 +268,7 @@ def langgraph_ab(folder: Path, turns: int, rounds: int, against: str) -> None:
 
     def ours(tree: str, latest: bool) -> float:
         modules = trees[tree]
-        _install(modules)
+        install(modules)
         saver_class = modules["statevcs.integrations.langgraph"].StateVCSSaver
         with modules["statevcs"].Repo.open(path) as fresh:
             graph = peers.build_graph("add_messages", saver_class(fresh))
@@ -328,7 +309,7 @@ def langgraph_ab(folder: Path, turns: int, rounds: int, against: str) -> None:
             f"| {label} | {old * 1000:.3f} | {ours_best * 1000:.3f} | {ours_best / old:.2f}x "
             f"| {peer * 1000:.3f} | {ours_best / peer:.2f}x |"
         )
-    _install(trees["new"])
+    install(trees["new"])
 
 
 def main() -> None:

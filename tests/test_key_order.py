@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import multiprocessing.connection
 import subprocess
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,6 @@ from statevcs.objects import (
     SnapshotObject,
     decode,
     encode,
-    encode_with_id,
 )
 from statevcs.snapshot import key_order
 from tests.support import in_child
@@ -260,37 +258,6 @@ def test_any_recorded_order_decodes_to_a_permutation_or_is_refused(orders: Any) 
         if order:  # a permutation of its positions, never the sorted one
             assert sorted(order) == list(range(len(order))) != list(order)
     assert encode(obj) == data  # what decodes is canonical: one encoding per content
-
-
-def test_an_order_that_does_not_cover_the_map_is_refused_and_nothing_moves(tmp_path: Path) -> None:
-    repo = statevcs.Repo.init(tmp_path / "r")
-    repo.commit({"b": 1, "a": 2, "messages": []}, message="ordered")
-    stored = snapshot_object(repo)
-    # The same snapshot claiming an order over three keys where its state holds two.
-    forged = SnapshotObject(
-        stored.kind,
-        stored.messages,
-        stored.tail,
-        stored.state,
-        stored.extras,
-        stored.state_codec,
-        ORDERED_SNAPSHOT_FORMAT,
-        (2, 0, 1),
-        (),
-    )
-    snapshot_id, data = encode_with_id(forged)
-    repo.objects.put({snapshot_id: data})
-    commit_id = repo.objects.write_commit(
-        snapshot_id, [], message="forged", author="x <x@example.com>", timestamp=datetime.now(UTC)
-    )
-    repo.refs.set("refs/heads/forged", commit_id)
-    tip = repo.resolve("main")
-    live: dict[str, Any] = {"keep": 1}
-    with pytest.raises(CorruptObject, match="key order names 3 keys where its state map holds 2"):
-        repo.checkout(live, "forged")
-    assert live == {"keep": 1}
-    assert repo.resolve("main") == tip
-    assert any("key order" in problem for problem in repo.fsck().problems)
 
 
 # --- the git mirror -------------------------------------------------------------------------

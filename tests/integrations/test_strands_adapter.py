@@ -176,20 +176,6 @@ def test_transient_keys_are_never_committed_and_survive_checkout(
     assert fresh.state.get() == {"city": "Lisbon", "db_url": "sqlite://fresh"}
 
 
-def test_agent_state_keys_come_back_in_the_order_they_were_set(
-    make_agent: AgentFactory, repo: statevcs.Repo
-) -> None:
-    agent = make_agent(["ok"])
-    for key in ("zone", "budget", "Arrival"):
-        agent.state.set(key, {"set": key})
-    agent("hello")
-    repo.commit(agent, "ordered state")
-    fresh = make_agent([])
-    repo.checkout(fresh, "main")
-    assert list(fresh.state.get()) == ["zone", "budget", "Arrival"]
-    assert snapshot_data(fresh) == snapshot_data(agent)
-
-
 @pytest.mark.parametrize("value", [(1, 2), math.nan, {1: "one"}])
 def test_non_json_state_raises_serialization_error_and_writes_nothing(
     make_agent: AgentFactory, repo: statevcs.Repo, value: Any
