@@ -419,3 +419,61 @@ def test_any_stored_text_answers_as_json_that_decodes_to_it(
     assert json.loads(body) == data
     assert data["messages"][0]["message"]["content"] == content
     assert data["commit"]["message"] == message
+
+
+# --- key order as JavaScript will list it ---------------------------------------------------
+
+
+def _as_pairs(value: Any) -> Any:
+    """What the page lists: objects as (key, value) pairs in order, ``__map__`` ones too."""
+    if isinstance(value, dict) and list(value) == ["__map__"]:
+        return [(k, _as_pairs(v)) for k, v in value["__map__"]]
+    if isinstance(value, dict):
+        # A JavaScript object lists array-index keys first, ascending.
+        def js_key(key: str) -> tuple[int, int]:
+            index = key.isascii() and key.isdigit() and (key == "0" or key[0] != "0")
+            return (0, int(key)) if index and int(key) <= 2**32 - 2 else (1, 0)
+
+        return [(k, _as_pairs(value[k])) for k in sorted(value, key=js_key)]
+    if isinstance(value, list):
+        return [_as_pairs(v) for v in value]
+    return value
+
+
+def _committed_pairs(value: Any) -> Any:
+    if isinstance(value, dict):
+        return [(k, _committed_pairs(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [_committed_pairs(v) for v in value]
+    return value
+
+
+_json_keys = st.sampled_from(["0", "2", "10", "01", "-1", "a", "b", "4294967294", "4294967295"])
+_nested = st.recursive(
+    st.integers(0, 9) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_json_keys, inner, max_size=5),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_nested)
+def test_the_page_lists_every_object_in_its_committed_order(value: Any) -> None:
+    from statevcs.cli.web.api import in_js_order
+
+    sent = json.loads(json.dumps(in_js_order(value)))
+    assert _as_pairs(sent) == _committed_pairs(value)
+
+
+def test_objects_javascript_keeps_in_order_are_sent_as_they_are() -> None:
+    from statevcs.cli.web.api import in_js_order
+
+    value = {"b": {"2": 1, "10": 2}, "a": [{"x": 1}]}
+    assert in_js_order(value) == value  # "2" before "10" is JavaScript's order already
+    deep: Any = {"10": 1, "2": 2}
+    for _ in range(5000):  # never recursion
+        deep = [deep]
+    out = in_js_order(deep)
+    for _ in range(5000):
+        out = out[0]
+    assert out == {"__map__": [["10", 1], ["2", 2]]}

@@ -1,6 +1,7 @@
 """The history browser (``statevcs serve``) and the committed key order, in Chromium: the
-diff view names a reorder; the commit view's state tree lists keys as committed (it does
-not for integer-like keys, which JavaScript objects put first: a strict xfail, reported)."""
+diff view names a reorder; the commit view's state tree lists keys as committed, also keys like
+``"10"`` and ``"2"``, which a JavaScript object would list first (the API sends such an object
+as ordered pairs)."""
 
 from __future__ import annotations
 
@@ -36,11 +37,6 @@ def test_the_diff_view_names_a_reorder(
     watched.assert_inert()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app.js lists a dict's entries with Object.entries, which puts integer-like keys "
-    "first in numeric order, whatever order the API answered in",
-)
 def test_the_commit_view_lists_state_keys_as_committed(
     browser: BrowserContext,  # noqa: F811
     ordered: tuple[Server, list[str]],

@@ -91,6 +91,54 @@ def _count(value: object, argument: str, low: int, high: int) -> int:
     return value
 
 
+_LARGEST_INDEX = 2**32 - 2
+"""The largest key a JavaScript object lists first, as an array index."""
+
+
+def _js_index(key: str) -> bool:
+    """Whether a JavaScript object lists ``key`` first (an array index: ``"0"``, ``"10"``)."""
+    return (
+        key.isascii()
+        and key.isdigit()
+        and (key == "0" or key[0] != "0")
+        and int(key) <= _LARGEST_INDEX
+    )
+
+
+def _reordered_by_js(keys: list[str]) -> bool:
+    """Whether a JavaScript object would list ``keys`` in another order (index keys first)."""
+    indexes = [k for k in keys if _js_index(k)]
+    if not indexes:
+        return False
+    js = sorted(indexes, key=int) + [k for k in keys if not _js_index(k)]
+    return js != keys
+
+
+def in_js_order(value: Any) -> Any:
+    """``value`` (plain JSON) with every object whose key order JavaScript would change (keys
+    like ``"2"`` and ``"10"`` go first there) written as ``{"__map__": [[key, value], ...]}``,
+    which the page lists in order. Never recurses, so any depth renders."""
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        holder, slot = stack.pop()
+        item = holder[slot]
+        if isinstance(item, list):
+            items = list(item)
+            holder[slot] = items
+            stack.extend((items, i) for i in range(len(items)))
+        elif isinstance(item, dict):
+            if _reordered_by_js(list(item)):
+                pairs = [[k, v] for k, v in item.items()]
+                holder[slot] = {"__map__": pairs}
+                stack.extend((pair, 1) for pair in pairs)
+            else:
+                mapping = dict(item)
+                holder[slot] = mapping
+                stack.extend((mapping, k) for k in mapping)
+    return root[0]
+
+
 def _page(offset: object, limit: object) -> tuple[int, int]:
     return _count(offset, "offset", 0, 10**9), _count(limit, "limit", 1, queries.MAX_PAGE)
 
@@ -213,6 +261,8 @@ class HistoryBrowser:
         def answer() -> dict[str, Any]:
             data = queries.show(self.repo, rev, first, count, state=True, extras=True)
             data["commit"]["labels"] = _Refs.read(self.repo).labels().get(data["commit"]["id"], [])
+            for part in ("messages", "state", "extras"):
+                data[part] = in_js_order(data[part])  # as committed, also keys like "10"
             return data
 
         return self._run(answer)

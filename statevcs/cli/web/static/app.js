@@ -162,7 +162,9 @@
     if (leaf !== null) return el("div", { class: "leaf" }, key, key ? ": " : null, leaf);
     let entries;
     if (isMarker(value, "__map__") && Array.isArray(value.__map__)) {
-      entries = value.__map__.map((pair, i) => [Array.isArray(pair) ? JSON.stringify(pair[0]) : String(i), Array.isArray(pair) ? pair[1] : pair]);
+      // Only string keys: an object kept in its committed order (keys like "10" included).
+      const named = value.__map__.every((pair) => Array.isArray(pair) && typeof pair[0] === "string");
+      entries = value.__map__.map((pair, i) => [Array.isArray(pair) ? (named ? pair[0] : JSON.stringify(pair[0])) : String(i), Array.isArray(pair) ? pair[1] : pair]);
     } else if (Array.isArray(value)) {
       entries = value.map((item, i) => [String(i), item]);
     } else {
