@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 MESSAGES_KEY = "messages"
 _NO_MESSAGES = "statevcs.no_messages_key"
 _NULL_MESSAGES = "statevcs.messages_null"
-_MESSAGES_AT = MESSAGES_AT
-"""Where ``"messages"`` stood among a dict's keys, when not first (the state keeps its order)."""
 
 
 @runtime_checkable
@@ -355,7 +353,7 @@ class DictAdapter:
             position = [k for k in obj if k == MESSAGES_KEY or k not in skip].index(MESSAGES_KEY)
             if position:  # a transient key first is not a position to keep
                 # First: the adapter's own extras stay sorted (no key order to record).
-                extras = {_MESSAGES_AT: position, **extras}
+                extras = {MESSAGES_AT: position, **extras}
         from .model import Snapshot  # pydantic loads with the first capture
 
         return Snapshot.model_construct(
@@ -417,11 +415,11 @@ def _messages_position(snapshot: Snapshot, keys: int) -> int:
     A place past the last key (a state key dropped by a commit made with git, say) puts
     ``"messages"`` last.
     """
-    position = snapshot.extras.get(_MESSAGES_AT, 0)
+    position = snapshot.extras.get(MESSAGES_AT, 0)
     if type(position) is not int or position < 0:
         raise CorruptObject(
             "(snapshot)",
-            f"extras[{_MESSAGES_AT!r}] should be a position among the {keys} state keys, "
+            f"extras[{MESSAGES_AT!r}] should be a position among the {keys} state keys, "
             f"found {position!r:.40}; the commit was not written by statevcs's dict adapter",
         )
     return min(position, keys)

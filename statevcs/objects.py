@@ -555,7 +555,8 @@ def _map_value(value: Any) -> MapValue:
 def _key_order(value: Any, what: str) -> tuple[int, ...]:
     """Check a recorded key order: positions in the sorted keys, each once, not the identity.
 
-    Whether it covers every key is checked where the map is read (``key_order``).
+    Whether it covers every key is checked where the map is read
+    (``snapshot.in_committed_order``, and fsck as its walk reads the map).
     """
     if type(value) is not list or not all(type(p) is int and p >= 0 for p in value):
         raise ValueError(f"the {what} key order must be a list of non-negative integers")
